@@ -1,0 +1,66 @@
+"""Error kinds and how each one counts (SPEC §5)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class ErrorClass(enum.Enum):
+    VALID_NEGATIVE = "valid negative"
+    EVIDENCE_FAILURE = "evidence failure"
+    EXECUTION_FAILURE = "execution failure"
+
+
+@dataclass(frozen=True)
+class ErrorKind:
+    name: str
+    error_class: ErrorClass
+    counted: bool
+    """Whether a row of this kind counts in medians and resolve denominators."""
+
+    @property
+    def is_failure(self) -> bool:
+        """A failure makes no admissible measurement: pytest reports it as an error."""
+        return self.error_class is not ErrorClass.VALID_NEGATIVE
+
+
+_KINDS = [
+    ErrorKind("verify-failed", ErrorClass.VALID_NEGATIVE, True),
+    ErrorKind("oracle-failed", ErrorClass.VALID_NEGATIVE, True),
+    ErrorKind("skill-not-invoked", ErrorClass.EVIDENCE_FAILURE, True),
+    ErrorKind("plan-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, True),
+    ErrorKind("implementation-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, True),
+    ErrorKind("review-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, False),
+    ErrorKind("evidence-unverified", ErrorClass.EVIDENCE_FAILURE, False),
+    ErrorKind("oracle-unavailable", ErrorClass.EVIDENCE_FAILURE, False),
+    ErrorKind("session-error", ErrorClass.EXECUTION_FAILURE, False),
+    ErrorKind("infra-error", ErrorClass.EXECUTION_FAILURE, False),
+    ErrorKind("cleanup-failure", ErrorClass.EXECUTION_FAILURE, False),
+    ErrorKind("cancelled", ErrorClass.EXECUTION_FAILURE, False),
+]
+ERROR_KINDS: dict[str, ErrorKind] = {kind.name: kind for kind in _KINDS}
+
+
+def counted(error_kind: str | None) -> bool:
+    """Whether a row with this error kind counts in medians and denominators."""
+    return error_kind is None or ERROR_KINDS[error_kind].counted
+
+
+class CellFailure(Exception):
+    """Raised by a stage when a cell cannot yield an admissible measurement.
+
+    The stage fixtures raise it; the row records ``kind`` and ``detail`` and
+    pytest reports the cell as an error (SPEC §5).
+    """
+
+    def __init__(self, kind: str, detail: str) -> None:
+        if kind not in ERROR_KINDS or not ERROR_KINDS[kind].is_failure:
+            raise ValueError(f"not a failure error kind: {kind!r}")
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class CellUnresolved(AssertionError):
+    """Raised by the cell test when the arm ran but did not resolve the task."""

@@ -1,0 +1,318 @@
+"""pytest-wfbench's pytest plugin: options, hooks, and hand-off to the sweep.
+
+The work happens elsewhere: :mod:`tasks` loads task files, :mod:`cells`
+expands them into items, :mod:`fixtures` runs each cell's lifecycle,
+:mod:`aggregate` and :mod:`report` turn rows into the report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_wfbench import __version__, cells, fixtures
+from pytest_wfbench.aggregate import Summary, summarize
+from pytest_wfbench.cells import Cell
+from pytest_wfbench.fixtures import RECORD_KEY, SWEEP_KEY
+from pytest_wfbench.outcomes import CellUnresolved
+from pytest_wfbench.report import render_markdown, render_terminal, unusable_lines
+from pytest_wfbench.row import CellRecord
+from pytest_wfbench.sandbox import SandboxUnavailable, make_sandbox, preflight
+from pytest_wfbench.session import DEFAULT_ADMITTED_OUTPUT_CHARS
+from pytest_wfbench.store import REPORT, read_rows
+from pytest_wfbench.sweep import Sweep, SweepIdentity, SweepOptions
+from pytest_wfbench.tasks import TaskFileError
+
+TASKS_HELP = "task file (YAML) to run as a sweep of cells; repeatable"
+ARMS_HELP = "comma-separated arms to run (default: each task file's 'arms')"
+RUNS_HELP = "runs per (task, arm) (default: 1)"
+OUT_HELP = "out dir for results.jsonl, report.md and artifacts (default: reports/<UTC>-<suite>/)"
+EXPENSIVE_HELP = "also run tasks marked expensive (otherwise they are collected as skips)"
+BASELINE_HELP = "arm that savings are computed against (default: 'baseline' when in the sweep)"
+UNSAFE_HELP = ("run cells on the host with NO containment (recorded in every row; refused "
+               "when CI is set)")
+ADMITTED_HELP = (f"characters of a step's output an agent is taken to read (default "
+                 f"{DEFAULT_ADMITTED_OUTPUT_CHARS})")
+KEEP_HELP = "keep each cell's workspace and the sweep's work dir for inspection"
+SECRET_ENV_HELP = "name of an environment variable whose value must be redacted; repeatable"
+
+SUMMARY_KEY = pytest.StashKey[Summary]()
+SELECTED_KEY = pytest.StashKey[dict[str, str]]()
+CELL_ID_RE = re.compile(r"::test_cell\[(?P<cell>[^\]]+)\]$")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ``--wfbench-*`` options and their ini keys."""
+    group = parser.getgroup("wfbench", "agent workflow benchmarks (pytest-wfbench)")
+    group.addoption("--wfbench-tasks", action="append", default=[], metavar="FILE",
+                    help=TASKS_HELP)
+    group.addoption("--wfbench-arms", metavar="A,B", help=ARMS_HELP)
+    group.addoption("--wfbench-runs", metavar="N", help=RUNS_HELP)
+    group.addoption("--wfbench-out", metavar="DIR", help=OUT_HELP)
+    group.addoption("--wfbench-include-expensive", action="store_true", default=None,
+                    help=EXPENSIVE_HELP)
+    group.addoption("--wfbench-baseline-arm", metavar="NAME", help=BASELINE_HELP)
+    group.addoption("--wfbench-unsafe-no-sandbox", action="store_true", default=False,
+                    help=UNSAFE_HELP)
+    group.addoption("--wfbench-admitted-output-chars", metavar="N", help=ADMITTED_HELP)
+    group.addoption("--wfbench-keep-workspaces", action="store_true", default=False,
+                    help=KEEP_HELP)
+    group.addoption("--wfbench-secret-env", action="append", default=[], metavar="NAME",
+                    help=SECRET_ENV_HELP)
+    parser.addini("wfbench_arms", ARMS_HELP)
+    parser.addini("wfbench_runs", RUNS_HELP)
+    parser.addini("wfbench_out", OUT_HELP)
+    parser.addini("wfbench_include_expensive", EXPENSIVE_HELP, type="bool", default=False)
+    parser.addini("wfbench_baseline_arm", BASELINE_HELP)
+    parser.addini("wfbench_admitted_output_chars", ADMITTED_HELP)
+    parser.addini("wfbench_secret_env", SECRET_ENV_HELP, type="args", default=[])
+
+
+def _setting(config: pytest.Config, name: str) -> Any:
+    """Command line first, then the ini file."""
+    value = config.getoption(f"wfbench_{name}")
+    return value if value is not None else (config.getini(f"wfbench_{name}") or None)
+
+
+def _positive_int(config: pytest.Config, name: str, default: int) -> int:
+    raw = _setting(config, name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        flag = f"--wfbench-{name.replace('_', '-')}"
+        raise pytest.UsageError(f"{flag} (or ini wfbench_{name}) must be a positive whole "
+                                f"number, got {raw!r}")
+    return value
+
+
+def options_from_config(config: pytest.Config) -> SweepOptions:
+    arms = _setting(config, "arms")
+    out = _setting(config, "out")
+    root = config.invocation_params.dir
+    return SweepOptions(
+        task_paths=tuple((root / p).resolve() for p in config.getoption("wfbench_tasks")),
+        arms=tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else None,
+        runs=_positive_int(config, "runs", 1),
+        out_dir=(root / out).resolve() if out else None,
+        include_expensive=bool(_setting(config, "include_expensive")),
+        baseline_arm=_setting(config, "baseline_arm"),
+        unsafe_no_sandbox=bool(config.getoption("wfbench_unsafe_no_sandbox")),
+        admitted_output_chars=_positive_int(config, "admitted_output_chars",
+                                            DEFAULT_ADMITTED_OUTPUT_CHARS),
+        keep_workspaces=bool(config.getoption("wfbench_keep_workspaces")),
+        secret_env=(*config.getoption("wfbench_secret_env"),
+                    *config.getini("wfbench_secret_env")),
+    )
+
+
+def is_controller(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Load and validate the task files, then set up the sweep; any problem is
+    a usage error before a single cell runs."""
+    if not config.getoption("wfbench_tasks", default=None):
+        return
+    options = options_from_config(config)
+    if options.unsafe_no_sandbox and os.environ.get("CI"):
+        raise pytest.UsageError("--wfbench-unsafe-no-sandbox is refused when CI is set: "
+                                "cells must run in the bubblewrap sandbox")
+    workerinput = getattr(config, "workerinput", None)
+    try:
+        if workerinput is not None:
+            identity = SweepIdentity.from_workerinput(workerinput["wfbench"])
+            sweep = Sweep(options, identity, worker=str(workerinput.get("workerid", "worker")))
+        else:
+            probe = Sweep(options, SweepIdentity("", Path("."), Path(".")), worker="main")
+            identity = SweepIdentity.new(probe.suite_name, options.out_dir,
+                                         config.rootpath / "reports")
+            sweep = Sweep(options, identity, worker="main")
+    except TaskFileError as error:
+        raise pytest.UsageError(f"wfbench: {error}") from error
+    sweep.start()
+    if is_controller(config):
+        try:
+            preflight(make_sandbox(sweep.sandbox().policy, identity.work_dir / "preflight",
+                                   unsafe_host=options.unsafe_no_sandbox), identity.work_dir)
+        except SandboxUnavailable as error:
+            raise pytest.UsageError(f"wfbench: sandbox preflight failed: {error}") from error
+        if config.args_source is not pytest.Config.ArgsSource.ARGS:
+            # Task files without test paths: collect only cells, not the repo's tests.
+            config.args = [str(p) for p in options.task_paths]
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(XdistHooks(identity), "wfbench-xdist")
+    config.stash[SWEEP_KEY] = sweep
+    config.stash[SELECTED_KEY] = {}
+    config.pluginmanager.register(fixtures, "wfbench-fixtures")
+    config.pluginmanager.register(SweepHooks(sweep), "wfbench-sweep")
+
+
+class XdistHooks:
+    """Controller-side xdist glue: workers get the controller's sweep identity,
+    and the controller learns which cells the workers selected."""
+
+    def __init__(self, identity: SweepIdentity) -> None:
+        self.identity = identity
+
+    @pytest.hookimpl
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["wfbench"] = self.identity.to_workerinput()
+
+    @pytest.hookimpl
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        selected = node.config.stash[SELECTED_KEY]
+        for nodeid in ids:
+            match = CELL_ID_RE.search(nodeid)
+            if match:
+                selected.setdefault(match["cell"], nodeid)
+
+
+class WfbenchFile(pytest.Module):
+    """A task file collected as a module whose object is :mod:`pytest_wfbench.cells`,
+    so its single test function is parametrized into one item per cell."""
+
+    def _getobj(self) -> Any:
+        return cells
+
+
+class SweepHooks:
+    """Hooks of a configured sweep, in every process."""
+
+    def __init__(self, sweep: Sweep) -> None:
+        self.sweep = sweep
+        self.task_paths = {task_file.path for task_file in sweep.task_files}
+        self.failed_nodeids: set[str] = set()
+
+    @pytest.hookimpl
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        total = sum(len(c) for c in self.sweep.cells.values())
+        return [f"wfbench {__version__}: sweep {self.sweep.sweep_id}, {total} cells, "
+                f"sandbox {self.sweep.sandbox_backend}, out {self.sweep.identity.out_dir}"]
+
+    @pytest.hookimpl
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> Any:
+        if file_path.resolve() in self.task_paths:
+            return WfbenchFile.from_parent(parent, path=file_path)
+        return None
+
+    @pytest.hookimpl
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if metafunc.function is not cells.test_cell:
+            return
+        path = metafunc.definition.path.resolve()
+        include_expensive = self.sweep.options.include_expensive
+        params = []
+        for cell in self.sweep.cells.get(path, []):
+            marks: list[Any] = []
+            reason = cell.skip_reason(include_expensive)
+            if reason:
+                marks.append(pytest.mark.skip(reason=reason))
+            elif cell.arm.kind == "noop":
+                marks.append(pytest.mark.xfail(
+                    strict=True, raises=CellUnresolved,
+                    reason="noop must not resolve: a resolved noop means the oracle passes "
+                           "without any change"))
+            params.append(pytest.param(cell, id=cell.cell_id, marks=marks))
+        metafunc.parametrize("wfbench_cell", params)
+
+    @pytest.hookimpl
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        selected = session.config.stash[SELECTED_KEY]
+        for item in session.items:
+            cell = _cell_of(item)
+            if cell is not None:
+                selected.setdefault(cell.cell_id, item.nodeid)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        cell = _cell_of(item)
+        if cell is None or call.when != "setup":
+            return report
+        if report.skipped and not hasattr(report, "wasxfail"):
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
+            record = CellRecord(cell_id=cell.cell_id, started=0.0,
+                                skip_reason=str(reason).removeprefix("Skipped: "))
+            row = self.sweep.record_row(cell, record, 0.0)
+            item.user_properties.extend(row.properties())
+        elif report.failed and RECORD_KEY not in item.stash:
+            record = CellRecord(cell_id=cell.cell_id, started=0.0)
+            record.fail("infra-error", f"the cell failed before it started: {call.excinfo}")
+            row = self.sweep.record_row(cell, record, call.duration)
+            item.user_properties.extend(row.properties())
+        return report
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self.failed_nodeids.add(report.nodeid)
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """On the controller only: account for every selected cell, aggregate
+        the sweep's rows and write the report."""
+        config = session.config
+        if not is_controller(config):
+            return
+        sweep = self.sweep
+        self._record_unrun_cells(config.stash[SELECTED_KEY])
+        rows = read_rows(sweep.store.results, sweep.sweep_id)
+        summary = summarize(rows, sweep.options.baseline_arm)
+        config.stash[SUMMARY_KEY] = summary
+        sweep.store.write_text(REPORT, render_markdown(summary, sweep.provenance(rows)))
+        if summary.unusable and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        sweep.finish()
+
+    def _record_unrun_cells(self, selected: dict[str, str]) -> None:
+        """Cells selected but without a row (the sweep stopped, or the worker
+        running one died): never silent absence."""
+        recorded = {row["cell_id"] for row in read_rows(self.sweep.store.results,
+                                                        self.sweep.sweep_id)}
+        by_id = {cell.cell_id: cell for cs in self.sweep.cells.values() for cell in cs}
+        for cell_id, nodeid in selected.items():
+            if cell_id in recorded or cell_id not in by_id:
+                continue
+            record = CellRecord(cell_id=cell_id, started=0.0)
+            if nodeid in self.failed_nodeids:
+                record.fail("infra-error", "the process running this cell died (e.g. an xdist "
+                            "worker crashed) before it recorded a row")
+            else:
+                record.skip_reason = "not run: the sweep stopped before this cell"
+            self.sweep.record_row(by_id[cell_id], record, 0.0)
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        summary = config.stash.get(SUMMARY_KEY, None)
+        if summary is None:
+            return
+        redact = self.sweep.redactor.text
+        terminalreporter.write_sep("=", "wfbench summary")
+        for line in render_terminal(summary):
+            terminalreporter.write_line(redact(line))
+        for line in unusable_lines(summary):
+            terminalreporter.write_line(redact(line), red=True, bold=True)
+        out = self.sweep.identity.out_dir
+        terminalreporter.write_line(f"wfbench report: {out / REPORT}")
+        terminalreporter.write_line(f"wfbench rows:   {self.sweep.store.results}")
+
+
+def _cell_of(item: pytest.Item) -> Cell | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    cell = callspec.params.get("wfbench_cell")
+    return cell if isinstance(cell, Cell) else None

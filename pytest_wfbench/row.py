@@ -1,0 +1,201 @@
+"""The row: the JSON record of one cell (SPEC §6), and the record a cell's
+stages fill in as it runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pytest_wfbench import __version__
+from pytest_wfbench.outcomes import ERROR_KINDS, counted
+from pytest_wfbench.tasks import ArmDefinition, Task
+
+ROW_SCHEMA_VERSION = 1
+MAX_ERROR_DETAIL_CHARS = 2000
+
+
+@dataclass
+class Row:
+    """One cell's measurement. Field names are the JSON keys."""
+
+    schema_version: int
+    sweep_id: str
+    cell_id: str
+    suite: str
+    task: str
+    task_class: str
+    arm: str
+    arm_kind: str
+    run: int
+    status: str  # "ran" or "skipped"
+    resolved: bool
+    ok: bool
+    error_kind: str | None
+    error_class: str | None
+    error_detail: str | None
+    counted: bool
+    skip_reason: str | None
+    authored_tests_passed: bool | None
+    oracle_passed: bool | None
+    duration_s: float
+    session_duration_s: float | None
+    num_turns: int | None
+    tool_calls: int | None
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    output_tokens: int
+    estimated_tokens: int | None
+    cost_usd: float | None
+    diff_files: int | None
+    diff_insertions: int | None
+    diff_deletions: int | None
+    artifacts: list[str]
+    session_ids: list[str]
+    steps: list[dict[str, Any]]
+    task_base_sha: str | None
+    sanitized_sha: str | None
+    task_prompt_digest: str
+    oracle_digest: str | None
+    harness_version: str
+    sandbox_backend: str
+    model: str | None
+    effort: str | None
+    reused: bool
+    worker: str
+    recorded_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["class"] = data.pop("task_class")
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Row:
+        data = dict(data)
+        data["task_class"] = data.pop("class")
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def properties(self) -> list[tuple[str, object]]:
+        """The figures a CI dashboard reads, as junit properties."""
+        keys = (
+            "cell_id", "task", "arm", "run", "status", "resolved", "error_kind", "duration_s",
+            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+            "output_tokens", "estimated_tokens", "cost_usd", "num_turns", "tool_calls",
+            "diff_files", "diff_insertions", "diff_deletions", "oracle_passed",
+            "authored_tests_passed", "sandbox_backend", "model", "sweep_id",
+        )
+        data = self.to_json()
+        return [(f"wfbench.{key}", "" if data[key] is None else data[key]) for key in keys]
+
+
+@dataclass
+class CellRecord:
+    """What the stages of one cell learn, in the order they learn it.
+
+    The ``wfbench_record`` fixture creates it; each stage fixture writes its
+    part; the record fixture's teardown turns it into a :class:`Row` whatever
+    happened, so no finished cell goes unrecorded.
+    """
+
+    cell_id: str
+    started: float
+    failure_kind: str | None = None
+    failure_detail: str | None = None
+    skip_reason: str | None = None
+    task_base_sha: str | None = None
+    sanitized_sha: str | None = None
+    oracle_digest: str | None = None
+    session_completed: bool = False
+    session_duration_s: float | None = None
+    num_turns: int | None = None
+    tool_calls: int | None = None
+    estimated_tokens: int | None = None
+    input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    session_ids: list[str] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    verify_passed: bool | None = None
+    verify_detail: str | None = None
+    oracle_passed: bool | None = None
+    diff_files: int | None = None
+    diff_insertions: int | None = None
+    diff_deletions: int | None = None
+    artifacts: list[str] = field(default_factory=list)
+    row: Row | None = None
+
+    def fail(self, kind: str, detail: str) -> None:
+        """Record the first failure; later ones are consequences of it."""
+        if self.failure_kind is None:
+            self.failure_kind, self.failure_detail = kind, detail
+
+    def outcome(self) -> tuple[bool, str | None, str | None]:
+        """(resolved, error_kind, error_detail) by the rule of SPEC §3 and §5."""
+        if self.failure_kind is not None:
+            return False, self.failure_kind, self.failure_detail
+        if not self.session_completed:
+            return False, "infra-error", "the cell ended before its session completed"
+        if self.verify_passed is not True:
+            return False, "verify-failed", self.verify_detail
+        if self.oracle_passed is not True:
+            return False, "oracle-failed", "the hidden oracle failed (its output is not kept)"
+        return True, None, None
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def bounded(detail: str | None) -> str | None:
+    if detail is None or len(detail) <= MAX_ERROR_DETAIL_CHARS:
+        return detail
+    half = MAX_ERROR_DETAIL_CHARS // 2
+    return f"{detail[:half]}\n[... {len(detail) - 2 * half} characters cut ...]\n{detail[-half:]}"
+
+
+def error_class(error_kind: str | None) -> str | None:
+    return None if error_kind is None else ERROR_KINDS[error_kind].error_class.value
+
+
+
+
+def make_row(
+    *, cell_id: str, suite: str, task: Task, arm: ArmDefinition, run: int, record: CellRecord,
+    sweep_id: str, sandbox_backend: str, worker: str, duration_s: float,
+) -> Row:
+    """Turn a cell's record into its row: outcome, figures and provenance."""
+    skipped = record.skip_reason is not None
+    resolved, kind, detail = (False, None, None) if skipped else record.outcome()
+    return Row(
+        schema_version=ROW_SCHEMA_VERSION, sweep_id=sweep_id, cell_id=cell_id, suite=suite,
+        task=task.id, task_class=task.task_class, arm=arm.name, arm_kind=arm.kind, run=run,
+        status="skipped" if skipped else "ran", resolved=resolved,
+        ok=not skipped and (kind is None or not ERROR_KINDS[kind].is_failure),
+        error_kind=kind, error_class=error_class(kind), error_detail=bounded(detail),
+        counted=not skipped and counted(kind), skip_reason=record.skip_reason,
+        authored_tests_passed=record.verify_passed, oracle_passed=record.oracle_passed,
+        duration_s=round(duration_s, 3),
+        session_duration_s=None if record.session_duration_s is None
+        else round(record.session_duration_s, 3),
+        num_turns=record.num_turns, tool_calls=record.tool_calls,
+        input_tokens=record.input_tokens,
+        cache_creation_input_tokens=record.cache_creation_input_tokens,
+        cache_read_input_tokens=record.cache_read_input_tokens,
+        output_tokens=record.output_tokens, estimated_tokens=record.estimated_tokens,
+        cost_usd=record.cost_usd, diff_files=record.diff_files,
+        diff_insertions=record.diff_insertions, diff_deletions=record.diff_deletions,
+        artifacts=list(record.artifacts), session_ids=list(record.session_ids),
+        steps=list(record.steps), task_base_sha=record.task_base_sha,
+        sanitized_sha=record.sanitized_sha,
+        task_prompt_digest=hashlib.sha256(task.prompt.encode()).hexdigest(),
+        oracle_digest=record.oracle_digest, harness_version=__version__,
+        sandbox_backend=sandbox_backend, model=None, effort=None, reused=False, worker=worker,
+        recorded_at=utc_now(),
+    )

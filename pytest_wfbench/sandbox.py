@@ -1,0 +1,313 @@
+"""Running untrusted commands: bubblewrap, or the host behind an explicit
+unsafe flag (SPEC §3, step 3).
+
+Every command of a cell (setup, the arm's steps, verify, oracle) runs through
+:class:`Sandbox`. The bubblewrap backend gives it a read-only system, the
+workspace at ``/workspace``, a private ``/tmp`` and HOME, an allowlisted
+environment, its own PID namespace (so every process dies with the command),
+no capabilities, and the network only when asked for.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest_wfbench
+
+WORKSPACE = "/workspace"
+SANDBOX_HOME = "/home/wfbench"
+SANDBOX_UID = 1000
+# Read-only system paths; /etc is allowlisted file by file because, mapped to
+# the invoking user, the sandbox could otherwise read that user's files there.
+SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib32", "/lib64", "/sbin")
+ETC_ALLOWLIST = (
+    "/etc/alternatives", "/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf",
+    "/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/localtime", "/etc/timezone",
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/mime.types",
+    "/etc/python3", "/etc/inputrc", "/etc/os-release", "/etc/debian_version",
+    "/etc/protocols", "/etc/services", "/etc/bash.bashrc", "/etc/profile",
+)
+PASSWD = f"root:x:0:0:root:/root:/bin/sh\nwfbench:x:{SANDBOX_UID}:{SANDBOX_UID}::{SANDBOX_HOME}:/bin/bash\n"
+GROUP = f"root:x:0:\nwfbench:x:{SANDBOX_UID}:\n"
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and make sure user "
+    "namespaces are allowed (sysctl kernel.unprivileged_userns_clone=1 / "
+    "kernel.apparmor_restrict_unprivileged_userns=0)"
+)
+
+
+class SandboxUnavailable(Exception):
+    """The sandbox cannot run here; the message says what to install or change."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path made visible (read-only unless ``writable``) inside the sandbox."""
+
+    host: Path
+    target: str
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    elapsed_s: float
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def tail(self, chars: int = 1500) -> str:
+        text = (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).strip()
+        return text if len(text) <= chars else "..." + text[-chars:]
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What a sweep lets into every sandbox: extra read-only paths and variables."""
+
+    read_only: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def interpreter_paths() -> list[Path]:
+    """The harness's Python (prefix, base prefix) and its own package, so that
+    ``python -m pytest`` works in the sandbox for Python targets."""
+    candidates = [
+        Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+        Path(os.path.realpath(sys.executable)).parent.parent,
+        Path(pytest_wfbench.__file__).resolve().parent,
+    ]
+    paths: list[Path] = []
+    for path in sorted({p.resolve() for p in candidates}, key=lambda p: len(p.parts)):
+        if path.is_relative_to("/usr") or any(path.is_relative_to(p) for p in paths):
+            continue
+        paths.append(path)
+    return paths
+
+
+def sandbox_path_env() -> str:
+    return f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+
+
+def base_env(home: str, policy: SandboxPolicy, extra: Mapping[str, str]) -> dict[str, str]:
+    """The allowlisted environment: nothing of the host's but what is named here."""
+    env = {
+        "PATH": sandbox_path_env(),
+        "HOME": home,
+        "USER": "wfbench",
+        "LOGNAME": "wfbench",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "TMPDIR": "/tmp",
+        "WFBENCH": "1",
+    }
+    env.update(policy.env)
+    env.update(extra)
+    return env
+
+
+class Sandbox(abc.ABC):
+    """Runs a shell command for one cell. Subclasses choose the containment."""
+
+    backend = "abstract"
+
+    def __init__(self, policy: SandboxPolicy, scratch: Path) -> None:
+        self.policy = policy
+        self.scratch = scratch
+
+    @abc.abstractmethod
+    def workspace_path(self, workspace: Path) -> str:
+        """Overridden by each backend."""
+
+    @abc.abstractmethod
+    def mount_path(self, mount: Mount) -> str:
+        """Overridden by each backend."""
+
+    @abc.abstractmethod
+    def _argv(
+        self, command: str, *, workspace: Path, home: Path | None, writable: bool,
+        network: bool, mounts: Sequence[Mount],
+    ) -> list[str]:
+        """Overridden by each backend."""
+
+    @abc.abstractmethod
+    def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
+        """Overridden by each backend."""
+
+    def run(
+        self, command: str, *, workspace: Path, home: Path | None = None,
+        writable: bool = False, network: bool = False, timeout_s: float = 600.0,
+        env: Mapping[str, str] | None = None, mounts: Sequence[Mount] = (),
+        stdin: bytes | None = None,
+    ) -> CommandResult:
+        """Run ``command`` with bash in the workspace; kill its whole process
+        tree when it ends or times out. ``home`` None gives an empty HOME."""
+        argv = self._argv(command, workspace=workspace, home=home, writable=writable,
+                          network=network, mounts=mounts)
+        started = time.monotonic()
+        process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env(home, env or {}),
+            cwd=workspace, start_new_session=True,
+        )
+        timed_out = False
+        try:
+            out, err = process.communicate(stdin, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(process)
+            out, err = process.communicate()
+        except BaseException:
+            _kill_group(process)
+            process.wait()
+            raise
+        finally:
+            _kill_group(process)
+        return CommandResult(
+            returncode=process.returncode, stdout=out.decode("utf-8", "replace"),
+            stderr=err.decode("utf-8", "replace"), elapsed_s=time.monotonic() - started,
+            timed_out=timed_out,
+        )
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class BubblewrapSandbox(Sandbox):
+    backend = "bubblewrap"
+
+    def __init__(self, policy: SandboxPolicy, scratch: Path, bwrap: str) -> None:
+        super().__init__(policy, scratch)
+        self.bwrap = bwrap
+        scratch.mkdir(parents=True, exist_ok=True)
+        self._passwd = scratch / "passwd"
+        self._group = scratch / "group"
+        if not self._passwd.exists():
+            self._passwd.write_text(PASSWD)
+            self._group.write_text(GROUP)
+        self._system = self._system_args()
+
+    def workspace_path(self, workspace: Path) -> str:
+        return WORKSPACE
+
+    def mount_path(self, mount: Mount) -> str:
+        return mount.target
+
+    def _system_args(self) -> list[str]:
+        args: list[str] = []
+        for name in SYSTEM_DIRS:
+            path = Path(name)
+            if path.is_symlink():
+                args += ["--symlink", os.readlink(path), name]
+            elif path.exists():
+                args += ["--ro-bind", name, name]
+        for name in ETC_ALLOWLIST:
+            if Path(name).exists():
+                args += ["--ro-bind", name, name]
+        args += ["--ro-bind", str(self._passwd), "/etc/passwd",
+                 "--ro-bind", str(self._group), "/etc/group"]
+        for path in [*interpreter_paths(), *map(Path, self.policy.read_only)]:
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
+        return args
+
+    def _argv(
+        self, command: str, *, workspace: Path, home: Path | None, writable: bool,
+        network: bool, mounts: Sequence[Mount],
+    ) -> list[str]:
+        argv = [
+            self.bwrap, "--die-with-parent", "--new-session", "--unshare-all",
+            "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--cap-drop", "ALL", "--hostname", "wfbench",
+        ]
+        if network:
+            argv.append("--share-net")
+        argv += self._system
+        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        if home is not None:
+            argv += ["--bind", str(home), SANDBOX_HOME]
+        else:
+            argv += ["--tmpfs", SANDBOX_HOME]
+        argv += ["--bind" if writable else "--ro-bind", str(workspace), WORKSPACE]
+        for mount in mounts:
+            argv += ["--bind" if mount.writable else "--ro-bind", str(mount.host), mount.target]
+        argv += ["--chdir", WORKSPACE, "--", "/bin/bash", "-c", command]
+        return argv
+
+    def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
+        # bwrap itself gets the allowlisted environment; the command inherits it.
+        return base_env(SANDBOX_HOME, self.policy, env)
+
+
+class HostSandbox(Sandbox):
+    """No containment at all: only behind --wfbench-unsafe-no-sandbox, recorded in
+    every row, refused under CI."""
+
+    backend = "unsafe-host"
+
+    def workspace_path(self, workspace: Path) -> str:
+        return str(workspace)
+
+    def mount_path(self, mount: Mount) -> str:
+        return str(mount.host)
+
+    def _argv(
+        self, command: str, *, workspace: Path, home: Path | None, writable: bool,
+        network: bool, mounts: Sequence[Mount],
+    ) -> list[str]:
+        return ["/bin/bash", "-c", command]
+
+    def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
+        if home is None:
+            home = Path(tempfile.mkdtemp(prefix="home-", dir=self.scratch))
+        return base_env(str(home), self.policy, env)
+
+
+def make_sandbox(policy: SandboxPolicy, scratch: Path, *, unsafe_host: bool) -> Sandbox:
+    if unsafe_host:
+        scratch.mkdir(parents=True, exist_ok=True)
+        return HostSandbox(policy, scratch)
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}")
+    return BubblewrapSandbox(policy, scratch, bwrap)
+
+
+def preflight(sandbox: Sandbox, scratch: Path) -> None:
+    """Check, before any cell runs, that the sandbox starts, isolates and runs Python."""
+    workspace = Path(tempfile.mkdtemp(prefix="preflight-", dir=scratch))
+    try:
+        probe = (
+            'test "$(pwd)" = "$WFBENCH_PREFLIGHT_CWD" && touch probe && '
+            'python -c "import sys; print(sys.version_info[0])"'
+        )
+        expected_cwd = sandbox.workspace_path(workspace)
+        result = sandbox.run(probe, workspace=workspace, writable=True, timeout_s=60,
+                             env={"WFBENCH_PREFLIGHT_CWD": expected_cwd})
+        if not result.ok or result.stdout.strip() != "3" or not (workspace / "probe").exists():
+            raise SandboxUnavailable(
+                f"the {sandbox.backend} sandbox does not work here (exit {result.returncode}): "
+                f"{result.tail(800) or 'no output'}; {INSTALL_HINT}"
+            )
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)

@@ -1,0 +1,95 @@
+"""The arm's session(s) (SPEC §3 step 5, §4): scripted arms.
+
+Scripted arms spend no model tokens: their rows report zero model tokens and
+``cost_usd`` null, and for ``script`` steps an estimate of the tokens an agent
+would have read (command plus admitted output, characters / 4).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_wfbench.cells import Cell
+from pytest_wfbench.outcomes import CellFailure
+from pytest_wfbench.sandbox import Sandbox
+
+CHARS_PER_TOKEN = 4
+DEFAULT_ADMITTED_OUTPUT_CHARS = 20_000
+
+
+@dataclass
+class SessionResult:
+    """What the arm did, as the row reports it."""
+
+    duration_s: float = 0.0
+    tool_calls: int = 0
+    estimated_tokens: int = 0
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+
+def estimate_tokens(text: str) -> int:
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def run_script_step(
+    sandbox: Sandbox, command: str, *, index: int, workspace: Path, home: Path,
+    timeout_s: float, admitted_chars: int,
+) -> dict[str, Any]:
+    """Run one step as one tool call and measure what an agent would read of it."""
+    result = sandbox.run(command, workspace=workspace, home=home, writable=True, network=True,
+                         timeout_s=timeout_s)
+    output = result.stdout + result.stderr
+    admitted = output[:admitted_chars]
+    return {
+        "operation": "script.step",
+        "index": index,
+        "command": command,
+        "returncode": result.returncode,
+        "timed_out": result.timed_out,
+        "elapsed_ms": round(result.elapsed_s * 1000, 1),
+        "stdout_bytes": len(result.stdout.encode()),
+        "stderr_bytes": len(result.stderr.encode()),
+        "output_cut": len(output) > admitted_chars,
+        "estimated_tokens": estimate_tokens(command) + estimate_tokens(admitted),
+    }
+
+
+def run_session(
+    cell: Cell, sandbox: Sandbox, workspace: Path, home: Path, *, admitted_chars: int
+) -> SessionResult:
+    """Run the cell's arm to completion; raise CellFailure when it cannot complete."""
+    kind = cell.arm.kind
+    started = time.monotonic()
+    result = SessionResult()
+    if kind == "noop":
+        pass
+    elif kind == "gold":
+        assert cell.task.gold is not None, "collection skips gold cells without a patch"
+        applied = sandbox.run("git apply --whitespace=nowarn -", workspace=workspace, home=home,
+                              writable=True, timeout_s=cell.task.timeout_s,
+                              stdin=cell.task.gold.read_bytes())
+        if not applied.ok:
+            raise CellFailure("session-error", f"the gold patch does not apply: {applied.tail()}")
+    elif kind == "script":
+        deadline = started + cell.task.timeout_s
+        for index, command in enumerate(cell.arm.steps):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise CellFailure("session-error",
+                                  f"timed out after {cell.task.timeout_s:g}s before step {index}")
+            step = run_script_step(sandbox, command, index=index, workspace=workspace,
+                                   home=home, timeout_s=remaining, admitted_chars=admitted_chars)
+            result.steps.append(step)
+            result.tool_calls += 1
+            result.estimated_tokens += step["estimated_tokens"]
+            if step["timed_out"]:
+                raise CellFailure("session-error",
+                                  f"timed out after {cell.task.timeout_s:g}s in step {index}: "
+                                  "its process tree was killed")
+    else:
+        raise CellFailure("infra-error", f"arm kind {kind!r} cannot run in this harness")
+    result.duration_s = time.monotonic() - started
+    return result

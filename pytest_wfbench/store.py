@@ -1,0 +1,66 @@
+"""The out dir: rows appended to ``results.jsonl`` under a file lock by the
+process that ran the cell, at once, and artifacts beside them (SPEC §6)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from pytest_wfbench.redact import Redactor
+
+RESULTS = "results.jsonl"
+REPORT = "report.md"
+ARTIFACTS = "artifacts"
+
+
+class ResultsStore:
+    """Appends redacted rows and artifacts; safe across xdist workers."""
+
+    def __init__(self, out_dir: Path, redactor: Redactor) -> None:
+        self.out_dir = out_dir
+        self.redactor = redactor
+        self.results = out_dir / RESULTS
+        self._lock = FileLock(str(out_dir / f".{RESULTS}.lock"))
+
+    def prepare(self) -> None:
+        (self.out_dir / ARTIFACTS).mkdir(parents=True, exist_ok=True)
+
+    def append(self, row: dict[str, Any]) -> None:
+        line = json.dumps(self.redactor.data(row), sort_keys=True, ensure_ascii=False)
+        with self._lock, self.results.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def write_artifact(self, name: str, content: bytes | str) -> str:
+        """Write a redacted artifact; returns its name relative to the out dir."""
+        text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+        path = self.out_dir / ARTIFACTS / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.redactor.text(text), encoding="utf-8")
+        return f"{ARTIFACTS}/{name}"
+
+    def write_text(self, name: str, text: str) -> Path:
+        path = self.out_dir / name
+        path.write_text(self.redactor.text(text), encoding="utf-8")
+        return path
+
+
+def read_rows(path: Path, sweep_id: str | None = None) -> list[dict[str, Any]]:
+    """Rows of a results file, optionally of one sweep. A torn last line (a
+    process killed mid-write) is skipped, not fatal."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if sweep_id is None or row.get("sweep_id") == sweep_id:
+            rows.append(row)
+    return rows

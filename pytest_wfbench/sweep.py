@@ -1,0 +1,170 @@
+"""The sweep: one pytest session's shared state, built the same way in the
+controller and in every xdist worker (which receive the controller's sweep id,
+out dir and work dir through ``workerinput``)."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_wfbench import __version__
+from pytest_wfbench.cells import Cell, expand
+from pytest_wfbench.oracle import OracleSnapshot
+from pytest_wfbench.redact import Redactor
+from pytest_wfbench.row import CellRecord, Row, make_row
+from pytest_wfbench.sandbox import Sandbox, SandboxPolicy, make_sandbox
+from pytest_wfbench.store import ResultsStore
+from pytest_wfbench.tasks import TaskFile, load_task_files
+from pytest_wfbench.template import TemplateCache
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    task_paths: tuple[Path, ...]
+    arms: tuple[str, ...] | None
+    runs: int
+    out_dir: Path | None
+    include_expensive: bool
+    baseline_arm: str | None
+    unsafe_no_sandbox: bool
+    admitted_output_chars: int
+    keep_workspaces: bool
+    secret_env: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SweepIdentity:
+    """What the controller decides once and every worker must share."""
+
+    sweep_id: str
+    out_dir: Path
+    work_dir: Path
+
+    def to_workerinput(self) -> dict[str, str]:
+        return {"sweep_id": self.sweep_id, "out_dir": str(self.out_dir),
+                "work_dir": str(self.work_dir)}
+
+    @classmethod
+    def from_workerinput(cls, data: dict[str, str]) -> SweepIdentity:
+        return cls(data["sweep_id"], Path(data["out_dir"]), Path(data["work_dir"]))
+
+    @classmethod
+    def new(cls, suite: str, out_dir: Path | None, reports_root: Path) -> SweepIdentity:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        sweep_id = f"{stamp}-{secrets.token_hex(4)}"
+        out = out_dir if out_dir is not None else reports_root / f"{stamp}-{suite}"
+        work = Path(tempfile.gettempdir()) / f"wfbench-{sweep_id}"
+        return cls(sweep_id, out.resolve(), work)
+
+
+class Sweep:
+    """Loaded task files, expanded cells, and the services every cell uses."""
+
+    def __init__(self, options: SweepOptions, identity: SweepIdentity, *, worker: str) -> None:
+        self.options = options
+        self.identity = identity
+        self.worker = worker
+        self.task_files: list[TaskFile] = load_task_files(options.task_paths)
+        self.cells: dict[Path, list[Cell]] = {
+            task_file.path: expand(task_file, options.arms, options.runs)
+            for task_file in self.task_files
+        }
+        self.oracles = {task.id: OracleSnapshot.capture(task)
+                        for task_file in self.task_files for task in task_file.tasks}
+        self.redactor = Redactor.from_environment(options.secret_env)
+        self.store = ResultsStore(identity.out_dir, self.redactor)
+        self._sandbox: Sandbox | None = None
+        self._templates: TemplateCache | None = None
+
+    @property
+    def suite_name(self) -> str:
+        return "+".join(task_file.name for task_file in self.task_files)
+
+    @property
+    def sweep_id(self) -> str:
+        return self.identity.sweep_id
+
+    def start(self) -> None:
+        """Create the out dir and the work dir (controller and workers alike)."""
+        self.store.prepare()
+        self.identity.work_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            policy = SandboxPolicy()
+            self._sandbox = make_sandbox(policy, self.identity.work_dir / "sandbox",
+                                         unsafe_host=self.options.unsafe_no_sandbox)
+        return self._sandbox
+
+    def sandbox_for(self, cell: Cell) -> Sandbox:
+        """A sandbox with the task's own read-only paths and variables."""
+        base = self.sandbox()
+        spec = cell.task.sandbox
+        if not spec.read_only and not spec.env:
+            return base
+        policy = SandboxPolicy(read_only=spec.read_only, env=dict(spec.env))
+        return make_sandbox(policy, self.identity.work_dir / "sandbox",
+                            unsafe_host=self.options.unsafe_no_sandbox)
+
+    def templates(self) -> TemplateCache:
+        if self._templates is None:
+            self._templates = TemplateCache(self.identity.work_dir, self.sandbox())
+        return self._templates
+
+    def cell_dir(self, cell: Cell) -> Path:
+        path = self.identity.work_dir / "cells" / f"{cell.cell_id}-{secrets.token_hex(4)}"
+        path.mkdir(parents=True, mode=0o700)
+        return path
+
+    def build_row(self, cell: Cell, record: CellRecord, duration_s: float) -> Row:
+        """The cell's row as it stands now (redacted, not yet written)."""
+        row = make_row(
+            cell_id=cell.cell_id, suite=cell.suite, task=cell.task, arm=cell.arm, run=cell.run,
+            record=record, sweep_id=self.sweep_id, sandbox_backend=self.sandbox_backend,
+            worker=self.worker, duration_s=duration_s,
+        )
+        row.error_detail = self.redactor.text(row.error_detail) if row.error_detail else None
+        return row
+
+    def record_row(self, cell: Cell, record: CellRecord, duration_s: float) -> Row:
+        """Build the cell's row and append it at once."""
+        row = self.build_row(cell, record, duration_s)
+        self.store.append(row.to_json())
+        record.row = row
+        return row
+
+    @property
+    def sandbox_backend(self) -> str:
+        return "unsafe-host" if self.options.unsafe_no_sandbox else "bubblewrap"
+
+    def finish(self) -> None:
+        """Controller only: remove the work dir (templates, clones)."""
+        if not self.options.keep_workspaces:
+            shutil.rmtree(self.identity.work_dir, ignore_errors=True)
+
+    def provenance(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """The report's closing facts: what ran, how, and what was left out."""
+        ran = sorted({r["task"] for r in rows if r.get("status") == "ran"})
+        skipped = sorted({r["task"] for r in rows if r.get("status") == "skipped"} - set(ran))
+        return {
+            "sweep_id": self.sweep_id,
+            "suite": self.suite_name,
+            "model": sorted({r["model"] for r in rows if r.get("model")}) or None,
+            "effort": sorted({r["effort"] for r in rows if r.get("effort")}) or None,
+            "selected tasks": ran,
+            "skipped tasks": skipped,
+            "arms": sorted({r["arm"] for r in rows}),
+            "runs per cell": self.options.runs,
+            "harness version": __version__,
+            "sandbox_backend": self.sandbox_backend,
+            "task files": [str(task_file.path) for task_file in self.task_files],
+            "out dir": str(self.identity.out_dir),
+            "partial-evidence notes": sorted(
+                {f"{r['cell_id']}: {r['error_kind']}" for r in rows
+                 if r.get("status") == "ran" and not r.get("counted")}) or None,
+        }

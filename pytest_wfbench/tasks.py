@@ -1,0 +1,440 @@
+"""Loading and validating task files (SPEC §2).
+
+Every error names the file, the line, the task and the field, so a user can
+fix a suite without guessing; the plugin turns it into a usage error before
+any cell runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SCHEMA_VERSION = 1
+TASK_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+ARM_NAME_RE = TASK_ID_RE
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DEFAULT_TIMEOUT_S = 1800.0
+BUILTIN_ARMS = ("gold", "noop")
+# Arm kinds a task file may declare under arm_definitions.
+ARM_KINDS = ("script",)
+
+TOP_KEYS = {"version", "name", "repo", "arms", "arm_definitions", "tasks", "sandbox"}
+TASK_KEYS = {
+    "id", "class", "repo", "ref", "prompt", "setup", "prepare", "verify", "oracle",
+    "gold", "timeout", "expensive", "sandbox",
+}
+ORACLE_KEYS = {"command", "files", "hidden_paths"}
+SANDBOX_KEYS = {"read_only", "env"}
+SCRIPT_ARM_KEYS = {"agent", "steps", "description"}
+
+
+class TaskFileError(Exception):
+    """A task file is malformed; the message says where and what to do."""
+
+    def __init__(
+        self, path: Path, line: int | None, message: str, *, task: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        where = f"{path}:{line}" if line else str(path)
+        parts = [where]
+        if task:
+            parts.append(f"task {task!r}")
+        if field:
+            parts.append(f"field {field!r}")
+        super().__init__(": ".join(parts) + f": {message}")
+        self.path, self.line, self.task, self.field = path, line, task, field
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    read_only: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+    def merged(self, other: SandboxSpec) -> SandboxSpec:
+        env = dict(self.env) | dict(other.env)
+        return SandboxSpec(
+            read_only=tuple(dict.fromkeys(self.read_only + other.read_only)),
+            env=tuple(sorted(env.items())),
+        )
+
+
+@dataclass(frozen=True)
+class OracleSpec:
+    command: str
+    files: Path | None
+    hidden_paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RepoSpec:
+    """Where a task's code comes from: a local path or a git URL."""
+
+    location: str
+    """An absolute local path, or a URL as written."""
+
+    @property
+    def is_url(self) -> bool:
+        return _looks_like_url(self.location)
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    task_class: str
+    repo: RepoSpec
+    ref: str
+    prompt: str
+    setup: str | None
+    prepare: str | None
+    verify: str
+    oracle: OracleSpec
+    gold: Path | None
+    timeout_s: float
+    expensive: bool
+    sandbox: SandboxSpec
+    source: Path
+    line: int
+
+
+@dataclass(frozen=True)
+class ArmDefinition:
+    name: str
+    kind: str
+    steps: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class TaskFile:
+    path: Path
+    name: str
+    arms: tuple[str, ...]
+    arm_definitions: dict[str, ArmDefinition] = field(default_factory=dict)
+    tasks: tuple[Task, ...] = ()
+
+
+def _looks_like_url(location: str) -> bool:
+    return "://" in location or re.match(r"^[\w.-]+@[\w.-]+:", location) is not None
+
+
+class _Node:
+    """A parsed YAML value with the line it started on."""
+
+    def __init__(self, value: Any, line: int) -> None:
+        self.value = value
+        self.line = line
+
+
+def _compose(path: Path) -> _Node:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskFileError(path, None, f"cannot read task file: {exc.strerror}") from exc
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise TaskFileError(path, line, f"invalid YAML: {problem}") from exc
+    if root is None:
+        raise TaskFileError(path, 1, "the task file is empty")
+    return _convert(path, root)
+
+
+def _convert(path: Path, node: yaml.Node) -> _Node:
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        mapping: dict[str, _Node] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise TaskFileError(path, key_node.start_mark.line + 1, "keys must be plain strings")
+            if key in mapping:
+                raise TaskFileError(
+                    path, key_node.start_mark.line + 1, f"duplicate key {key!r}", field=key
+                )
+            mapping[key] = _convert(path, value_node)
+        return _Node(mapping, line)
+    if isinstance(node, yaml.SequenceNode):
+        return _Node([_convert(path, item) for item in node.value], line)
+    constructor = yaml.SafeLoader("")
+    return _Node(constructor.construct_object(node, deep=True), line)
+
+
+class _Reader:
+    """Typed access to one mapping of a task file, with located errors."""
+
+    def __init__(self, path: Path, node: _Node, *, task: str | None, prefix: str) -> None:
+        self.path, self.node, self.task, self.prefix = path, node, task, prefix
+        if not isinstance(node.value, dict):
+            self.fail(node.line, "expected a mapping", field=prefix.rstrip(".") or None)
+        self.values: dict[str, _Node] = node.value
+
+    def fail(self, line: int | None, message: str, *, field: str | None) -> Any:
+        raise TaskFileError(self.path, line, message, task=self.task, field=field)
+
+    def name(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def check_keys(self, allowed: set[str]) -> None:
+        for key, value in self.values.items():
+            if key not in allowed:
+                known = ", ".join(sorted(allowed))
+                self.fail(value.line, f"unknown key (allowed: {known})", field=self.name(key))
+
+    def line_of(self, key: str) -> int:
+        return self.values[key].line if key in self.values else self.node.line
+
+    def string(self, key: str, *, required: bool = False, default: str | None = None) -> str | None:
+        if key not in self.values:
+            if required:
+                self.fail(self.node.line, "required field is missing", field=self.name(key))
+            return default
+        value = self.values[key].value
+        if not isinstance(value, str) or not value.strip():
+            self.fail(self.values[key].line, "expected a non-empty string", field=self.name(key))
+        return str(value)
+
+    def required_string(self, key: str) -> str:
+        value = self.string(key, required=True)
+        assert value is not None
+        return value
+
+    def number(self, key: str, default: float) -> float:
+        if key not in self.values:
+            return default
+        value = self.values[key].value
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            self.fail(self.values[key].line, "expected a positive number", field=self.name(key))
+        return float(value)
+
+    def boolean(self, key: str, default: bool) -> bool:
+        if key not in self.values:
+            return default
+        value = self.values[key].value
+        if not isinstance(value, bool):
+            self.fail(self.values[key].line, "expected true or false", field=self.name(key))
+        return bool(value)
+
+    def string_list(self, key: str) -> list[tuple[str, int]]:
+        if key not in self.values:
+            return []
+        node = self.values[key]
+        if not isinstance(node.value, list):
+            self.fail(node.line, "expected a list of strings", field=self.name(key))
+        items = []
+        for item in node.value:
+            if not isinstance(item.value, str) or not item.value.strip():
+                self.fail(item.line, "expected a non-empty string", field=self.name(key))
+            items.append((item.value, item.line))
+        return items
+
+    def mapping(self, key: str) -> _Reader | None:
+        if key not in self.values:
+            return None
+        return _Reader(self.path, self.values[key], task=self.task, prefix=f"{self.name(key)}.")
+
+
+def _inside_folder(path: Path, base: Path, reader: _Reader, key: str, line: int) -> Path:
+    """Resolve ``path`` relative to the task file folder; it must stay inside it."""
+    resolved = (base / path).resolve()
+    if not resolved.is_relative_to(base.resolve()):
+        reader.fail(line, f"{path} escapes the task file's folder {base}", field=reader.name(key))
+    if not resolved.exists():
+        reader.fail(line, f"{resolved} does not exist", field=reader.name(key))
+    return resolved
+
+
+def _relative_repo_path(value: str, reader: _Reader, key: str, line: int) -> str:
+    pure = Path(value)
+    if pure.is_absolute() or ".." in pure.parts or value.strip() in ("", "."):
+        reader.fail(line, f"{value!r} must be a relative path inside the repo", field=key)
+    return pure.as_posix().rstrip("/")
+
+
+def _sandbox(reader: _Reader | None) -> SandboxSpec:
+    if reader is None:
+        return SandboxSpec()
+    reader.check_keys(SANDBOX_KEYS)
+    read_only = []
+    for value, line in reader.string_list("read_only"):
+        if not Path(value).is_absolute():
+            reader.fail(line, f"{value!r} must be an absolute path", field=reader.name("read_only"))
+        read_only.append(value)
+    env: dict[str, str] = {}
+    env_reader = reader.mapping("env")
+    if env_reader is not None:
+        for key, node in env_reader.values.items():
+            if not ENV_NAME_RE.match(key):
+                env_reader.fail(node.line, "not a valid variable name", field=env_reader.name(key))
+            if not isinstance(node.value, str | int | float) or isinstance(node.value, bool):
+                env_reader.fail(node.line, "expected a string value", field=env_reader.name(key))
+            env[key] = str(node.value)
+    return SandboxSpec(read_only=tuple(read_only), env=tuple(sorted(env.items())))
+
+
+def _repo(value: str, base: Path, reader: _Reader, key: str) -> RepoSpec:
+    if _looks_like_url(value):
+        return RepoSpec(value)
+    resolved = (base / value).resolve()
+    if not resolved.is_dir():
+        reader.fail(reader.line_of(key), f"{resolved} is not a directory", field=reader.name(key))
+    return RepoSpec(str(resolved))
+
+
+def _task(
+    path: Path, node: _Node, default_repo: RepoSpec | None, file_sandbox: SandboxSpec
+) -> Task:
+    base = path.parent
+    task_id_node = node.value.get("id") if isinstance(node.value, dict) else None
+    raw_id = task_id_node.value if task_id_node is not None else None
+    reader = _Reader(path, node, task=raw_id if isinstance(raw_id, str) else None, prefix="")
+    reader.check_keys(TASK_KEYS)
+    task_id = reader.required_string("id")
+    if not TASK_ID_RE.match(task_id):
+        reader.fail(
+            reader.line_of("id"),
+            f"{task_id!r} is not a valid task id (use [a-z0-9][a-z0-9._-]*: "
+            "lowercase letters, digits, dot, underscore, dash; no spaces)",
+            field="id",
+        )
+    repo_value = reader.string("repo")
+    repo = _repo(repo_value, base, reader, "repo") if repo_value else default_repo
+    if repo is None:
+        reader.fail(node.line, "no repo: set it on the task or at the top of the file", field="repo")
+        raise AssertionError  # unreachable: fail() raises
+    oracle_reader = reader.mapping("oracle")
+    if oracle_reader is None:
+        return reader.fail(node.line, "required field is missing", field="oracle")
+    oracle_reader.check_keys(ORACLE_KEYS)
+    files_value = oracle_reader.string("files")
+    files = (
+        _inside_folder(Path(files_value), base, oracle_reader, "files", oracle_reader.line_of("files"))
+        if files_value
+        else None
+    )
+    hidden = tuple(
+        _relative_repo_path(value, oracle_reader, "oracle.hidden_paths", line)
+        for value, line in oracle_reader.string_list("hidden_paths")
+    )
+    gold_value = reader.string("gold")
+    gold = (
+        _inside_folder(Path(gold_value), base, reader, "gold", reader.line_of("gold"))
+        if gold_value
+        else None
+    )
+    if gold is not None and not gold.is_file():
+        reader.fail(reader.line_of("gold"), f"{gold} is not a file", field="gold")
+    return Task(
+        id=task_id,
+        task_class=reader.string("class", default="unclassified") or "unclassified",
+        repo=repo,
+        ref=reader.string("ref", default="HEAD") or "HEAD",
+        prompt=reader.required_string("prompt"),
+        setup=reader.string("setup"),
+        prepare=reader.string("prepare"),
+        verify=reader.required_string("verify"),
+        oracle=OracleSpec(
+            command=oracle_reader.required_string("command"), files=files, hidden_paths=hidden
+        ),
+        gold=gold,
+        timeout_s=reader.number("timeout", DEFAULT_TIMEOUT_S),
+        expensive=reader.boolean("expensive", False),
+        sandbox=file_sandbox.merged(_sandbox(reader.mapping("sandbox"))),
+        source=path,
+        line=node.line,
+    )
+
+
+def _arm_definitions(reader: _Reader | None) -> dict[str, ArmDefinition]:
+    if reader is None:
+        return {}
+    arms: dict[str, ArmDefinition] = {}
+    for name in reader.values:
+        arm = reader.mapping(name)
+        assert arm is not None
+        field_name = reader.name(name)
+        if not ARM_NAME_RE.match(name):
+            reader.fail(arm.node.line, "not a valid arm name", field=field_name)
+        if name in BUILTIN_ARMS:
+            reader.fail(arm.node.line, f"{name!r} is a built-in arm", field=field_name)
+        kind = arm.required_string("agent")
+        if kind not in ARM_KINDS:
+            arm.fail(
+                arm.line_of("agent"),
+                f"unknown agent {kind!r} (known: {', '.join(ARM_KINDS)})",
+                field=arm.name("agent"),
+            )
+        arm.check_keys(SCRIPT_ARM_KEYS)
+        steps = tuple(value for value, _ in arm.string_list("steps"))
+        if not steps:
+            arm.fail(arm.line_of("steps"), "a script arm needs at least one step",
+                     field=arm.name("steps"))
+        arms[name] = ArmDefinition(
+            name=name, kind=kind, steps=steps, description=arm.string("description") or ""
+        )
+    return arms
+
+
+def load_task_file(path: Path) -> TaskFile:
+    """Parse and validate one task file; raise :class:`TaskFileError` on any problem."""
+    path = path.resolve()
+    root = _compose(path)
+    reader = _Reader(path, root, task=None, prefix="")
+    reader.check_keys(TOP_KEYS)
+    if "version" not in reader.values:
+        reader.fail(root.line, "required field is missing (use version: 1)", field="version")
+    if reader.values["version"].value != SCHEMA_VERSION:
+        reader.fail(reader.line_of("version"), f"unsupported version (this harness reads "
+                    f"version {SCHEMA_VERSION})", field="version")
+    repo_value = reader.string("repo")
+    default_repo = _repo(repo_value, path.parent, reader, "repo") if repo_value else None
+    file_sandbox = _sandbox(reader.mapping("sandbox"))
+    arm_definitions = _arm_definitions(reader.mapping("arm_definitions"))
+    arms = []
+    for name, line in reader.string_list("arms"):
+        if name not in BUILTIN_ARMS and name not in arm_definitions:
+            reader.fail(line, f"unknown arm {name!r}: not built in and not in arm_definitions",
+                        field="arms")
+        arms.append(name)
+    if "tasks" not in reader.values or not isinstance(reader.values["tasks"].value, list):
+        reader.fail(reader.line_of("tasks"), "expected a list of tasks", field="tasks")
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for node in reader.values["tasks"].value:
+        task = _task(path, node, default_repo, file_sandbox)
+        if task.id in seen:
+            raise TaskFileError(path, task.line, f"duplicate task id (first at line {seen[task.id]})",
+                                task=task.id, field="id")
+        seen[task.id] = task.line
+        tasks.append(task)
+    if not tasks:
+        reader.fail(reader.line_of("tasks"), "the file declares no tasks", field="tasks")
+    return TaskFile(
+        path=path,
+        name=reader.string("name") or path.stem,
+        arms=tuple(arms) or BUILTIN_ARMS,
+        arm_definitions=arm_definitions,
+        tasks=tuple(tasks),
+    )
+
+
+def load_task_files(paths: Sequence[Path]) -> list[TaskFile]:
+    """Load several task files; task ids must be unique across all of them."""
+    files = [load_task_file(path) for path in paths]
+    owner: dict[str, Path] = {}
+    for task_file in files:
+        for task in task_file.tasks:
+            if task.id in owner and owner[task.id] != task_file.path:
+                raise TaskFileError(task_file.path, task.line,
+                                    f"task id also used in {owner[task.id]}; cell ids must be "
+                                    "unique in a sweep", task=task.id, field="id")
+            owner[task.id] = task_file.path
+    return files

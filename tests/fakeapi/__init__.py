@@ -1,0 +1,82 @@
+"""Fake Anthropic Messages API for running the real Claude Code CLI offline.
+
+Quick start::
+
+    from tests.fakeapi import FakeAnthropic, Usage, text, tool_use, turn
+
+    script = [
+        turn(tool_use("Bash", {"command": "echo hi > out.txt", "description": "write"})),
+        turn("All done.", usage=Usage(120, 8)),
+    ]
+    with FakeAnthropic(script) as api:
+        ...  # run `claude -p ...` with ANTHROPIC_BASE_URL=api.base_url
+    assert api.script_done and not api.errors
+
+See ``docs/claude-cli.md`` for the CLI's observed behaviour.
+"""
+
+from __future__ import annotations
+
+from .script import (
+    ERROR_TYPES,
+    Block,
+    HttpError,
+    Script,
+    ScriptItem,
+    Stall,
+    StopReason,
+    Text,
+    ToolUse,
+    Turn,
+    Usage,
+    http_error,
+    stall,
+    text,
+    tool_use,
+    turn,
+)
+from .server import (
+    DEFAULT_SIDE_TEXT,
+    DEFAULT_SIDE_USAGE,
+    MAIN_SYSTEM_MARKERS,
+    Classifier,
+    FakeAnthropic,
+    IssuedToolUse,
+    RecordedRequest,
+    RequestKind,
+    ToolResult,
+    classify_messages_request,
+    system_text,
+    tool_names,
+)
+
+__all__ = [
+    "DEFAULT_SIDE_TEXT",
+    "DEFAULT_SIDE_USAGE",
+    "ERROR_TYPES",
+    "MAIN_SYSTEM_MARKERS",
+    "Block",
+    "Classifier",
+    "FakeAnthropic",
+    "HttpError",
+    "IssuedToolUse",
+    "RecordedRequest",
+    "RequestKind",
+    "Script",
+    "ScriptItem",
+    "Stall",
+    "StopReason",
+    "Text",
+    "ToolResult",
+    "ToolUse",
+    "Turn",
+    "Usage",
+    "classify_messages_request",
+    "http_error",
+    "stall",
+    "system_text",
+    "text",
+    "tool_names",
+    "tool_use",
+    "turn",
+]
