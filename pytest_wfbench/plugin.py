@@ -147,11 +147,12 @@ def pytest_configure(config: pytest.Config) -> None:
                                    unsafe_host=options.unsafe_no_sandbox), identity.work_dir)
         except SandboxUnavailable as error:
             raise pytest.UsageError(f"wfbench: sandbox preflight failed: {error}") from error
-        if config.args_source is not pytest.Config.ArgsSource.ARGS:
-            # Task files without test paths: collect only cells, not the repo's tests.
-            config.args = [str(p) for p in options.task_paths]
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistHooks(identity), "wfbench-xdist")
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        # Task files without test paths: collect only cells, not the repo's tests.
+        # xdist workers decide this again from the same invocation arguments.
+        config.args = [str(p) for p in options.task_paths]
     config.stash[SWEEP_KEY] = sweep
     config.stash[SELECTED_KEY] = {}
     config.pluginmanager.register(fixtures, "wfbench-fixtures")

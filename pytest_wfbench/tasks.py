@@ -7,6 +7,7 @@ any cell runs.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -211,7 +212,8 @@ class _Reader:
         if key not in self.values:
             return default
         value = self.values[key].value
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value <= 0):
             self.fail(self.values[key].line, "expected a positive number", field=self.name(key))
         return float(value)
 
@@ -254,7 +256,7 @@ def _inside_folder(path: Path, base: Path, reader: _Reader, key: str, line: int)
 
 def _relative_repo_path(value: str, reader: _Reader, key: str, line: int) -> str:
     pure = Path(value)
-    if pure.is_absolute() or ".." in pure.parts or value.strip() in ("", "."):
+    if pure.is_absolute() or ".." in pure.parts or not pure.parts or pure.as_posix() == ".":
         reader.fail(line, f"{value!r} must be a relative path inside the repo", field=key)
     return pure.as_posix().rstrip("/")
 
@@ -312,7 +314,8 @@ def _task(
         raise AssertionError  # unreachable: fail() raises
     oracle_reader = reader.mapping("oracle")
     if oracle_reader is None:
-        return reader.fail(node.line, "required field is missing", field="oracle")
+        reader.fail(node.line, "required field is missing", field="oracle")
+        raise AssertionError  # unreachable: fail() raises
     oracle_reader.check_keys(ORACLE_KEYS)
     files_value = oracle_reader.string("files")
     files = (
@@ -391,7 +394,8 @@ def load_task_file(path: Path) -> TaskFile:
     reader.check_keys(TOP_KEYS)
     if "version" not in reader.values:
         reader.fail(root.line, "required field is missing (use version: 1)", field="version")
-    if reader.values["version"].value != SCHEMA_VERSION:
+    version = reader.values["version"].value
+    if isinstance(version, bool) or not isinstance(version, int) or version != SCHEMA_VERSION:
         reader.fail(reader.line_of("version"), f"unsupported version (this harness reads "
                     f"version {SCHEMA_VERSION})", field="version")
     repo_value = reader.string("repo")

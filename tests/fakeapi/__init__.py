@@ -36,9 +36,13 @@ from .script import (
     turn,
 )
 from .server import (
+    COMPACT_MARKER,
+    DEFAULT_COMPACT_TEXT,
     DEFAULT_SIDE_TEXT,
     DEFAULT_SIDE_USAGE,
     MAIN_SYSTEM_MARKERS,
+    SUBAGENT_HEADER,
+    SUBAGENT_SYSTEM_MARKER,
     Classifier,
     FakeAnthropic,
     IssuedToolUse,
@@ -46,15 +50,20 @@ from .server import (
     RequestKind,
     ToolResult,
     classify_messages_request,
+    last_user_text,
     system_text,
     tool_names,
 )
 
 __all__ = [
+    "COMPACT_MARKER",
+    "DEFAULT_COMPACT_TEXT",
     "DEFAULT_SIDE_TEXT",
     "DEFAULT_SIDE_USAGE",
     "ERROR_TYPES",
     "MAIN_SYSTEM_MARKERS",
+    "SUBAGENT_HEADER",
+    "SUBAGENT_SYSTEM_MARKER",
     "Block",
     "Classifier",
     "FakeAnthropic",
@@ -73,6 +82,7 @@ __all__ = [
     "Usage",
     "classify_messages_request",
     "http_error",
+    "last_user_text",
     "stall",
     "system_text",
     "text",

@@ -95,10 +95,13 @@ def bwrap_prefix(ws: str, home: str, claude: str, env: dict[str, str]) -> list[s
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    roots = {install_root(claude), str(Path(claude).parent)}
-    for root in sorted(roots):
-        if not root.startswith("/usr/"):
-            args += ["--ro-bind", root, root]
+    root = install_root(claude)
+    roots = [root]
+    if not Path(claude).parent.is_relative_to(root):
+        roots.append(str(Path(claude).parent))
+    for path in roots:
+        if not path.startswith("/usr/"):
+            args += ["--ro-bind", path, path]
     args += [
         "--ro-bind", "/etc", "/etc",
         "--proc", "/proc",

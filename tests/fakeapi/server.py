@@ -21,18 +21,34 @@ from urllib.parse import parse_qs, urlsplit
 
 from .script import HttpError, Script, ScriptItem, Stall, Text, ToolUse, Turn, Usage
 
-RequestKind: TypeAlias = Literal["main", "side", "count_tokens", "probe", "unknown"]
+RequestKind: TypeAlias = Literal[
+    "main", "subagent", "compact", "side", "count_tokens", "probe", "unknown"
+]
 
 #: Headers whose values are replaced by ``"<present>"`` in the request log.
 REDACTED_HEADERS = frozenset({"x-api-key", "authorization"})
 
-#: Substring of the system prompt of every main-loop request of the pinned CLI in ``-p``
-#: mode ("You are a Claude agent, built on Anthropic's Claude Agent SDK.") and in
-#: interactive mode ("You are Claude Code, Anthropic's official CLI for Claude.").
+#: Substrings of the system prompt of main-loop requests of the pinned CLI: in ``-p``
+#: mode the second system block is "You are a Claude agent, built on Anthropic's Claude
+#: Agent SDK." (kept with --system-prompt and --bare), interactively "You are Claude
+#: Code, Anthropic's official CLI for Claude.".
 MAIN_SYSTEM_MARKERS = ("Claude Agent SDK", "Anthropic's official CLI for Claude")
+
+#: Sub-agent (``Agent`` tool) requests carry this header (the agent id) and
+#: ``cc_is_subagent=true`` in the billing pseudo-header that opens the system prompt.
+SUBAGENT_HEADER = "x-claude-code-agent-id"
+SUBAGENT_SYSTEM_MARKER = "cc_is_subagent=true"
+
+#: Compaction (``/compact`` or auto-compact) re-sends the main system prompt, tools and
+#: history, then a last user text block that starts with this.
+COMPACT_MARKER = "CRITICAL: Respond with TEXT ONLY"
 
 DEFAULT_SIDE_TEXT = "OK"
 DEFAULT_SIDE_USAGE = Usage(input_tokens=7, output_tokens=3)
+DEFAULT_COMPACT_TEXT = (
+    "<analysis>fakeapi compaction</analysis>\n"
+    "<summary>fakeapi: summary of the conversation so far.</summary>"
+)
 EXHAUSTED_TEXT = "[fakeapi] script exhausted"
 
 
@@ -53,23 +69,52 @@ def tool_names(body: Mapping[str, Any]) -> list[str]:
     return [str(t.get("name")) for t in tools if isinstance(t, dict)]
 
 
-def classify_messages_request(body: Mapping[str, Any]) -> RequestKind:
-    """Main agent loop or side request, for a ``POST /v1/messages`` body.
+def last_user_text(body: Mapping[str, Any]) -> str:
+    """Text of the last user message (its text blocks joined)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "\n".join(
+                str(b.get("text", ""))
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "text"
+            )
+        return ""
+    return ""
 
-    A main-loop request carries tools *and* the main agent's system prompt.  Side
-    requests (title/topic generation, quota probes, bash-prefix checks, summaries...)
-    carry no tools or a different system prompt.  Sub-agents (the ``Agent`` tool) have
-    tools but their own system prompt, so they are side requests too.
+
+def classify_messages_request(body: Mapping[str, Any], headers: Mapping[str, str]) -> RequestKind:
+    """Who sent a ``POST /v1/messages``: the main agent loop, a sub-agent, or a side task.
+
+    ``headers`` have lower-case names.  In order:
+
+    * ``x-claude-code-agent-id`` header or ``cc_is_subagent=true`` in the system prompt
+      -> ``subagent``;
+    * no ``tools`` -> ``side`` (title/name generation, quota probe, summaries...);
+    * no main-agent marker in the system prompt -> ``side``;
+    * last user message asks for a text-only summary -> ``compact``;
+    * otherwise ``main``.
     """
+    sys_text = system_text(body)
+    if SUBAGENT_HEADER in headers or SUBAGENT_SYSTEM_MARKER in sys_text:
+        return "subagent"
     if not tool_names(body):
         return "side"
-    sys_text = system_text(body)
-    if any(marker in sys_text for marker in MAIN_SYSTEM_MARKERS):
-        return "main"
-    return "side"
+    if not any(marker in sys_text for marker in MAIN_SYSTEM_MARKERS):
+        return "side"
+    if COMPACT_MARKER in last_user_text(body):
+        return "compact"
+    return "main"
 
 
-Classifier: TypeAlias = Callable[[Mapping[str, Any]], RequestKind]
+Classifier: TypeAlias = Callable[[Mapping[str, Any], Mapping[str, str]], RequestKind]
 
 
 @dataclass
@@ -85,12 +130,14 @@ class RecordedRequest:
     body: Any
     kind: RequestKind
     script_index: int | None = None
-    """Index of the script item that answered it (main-loop requests only)."""
+    """Index of the script item that answered it (main loop or scripted sub-agent)."""
     status: int | None = None
     """HTTP status sent; ``None`` for a stall."""
     outcome: str = ""
-    """``turn``, ``side``, ``http_error``, ``exhausted``, ``stall:client_closed``,
-    ``stall:server_closed``, ``count_tokens``, ``probe``, ``not_found``, ``client_gone``."""
+    """``turn``, ``http_error``, ``exhausted``, ``stall`` (still held),
+    ``stall:client_closed``, ``stall:server_closed``, the kind for unscripted answers
+    (``side``, ``compact``, ``subagent``), ``count_tokens``, ``probe``, ``not_found``,
+    ``client_gone``."""
 
     @property
     def model(self) -> str | None:
@@ -152,16 +199,36 @@ class ToolResult:
 
 
 @dataclass
-class _State:
+class _Queue:
+    """A script being played back, with the tool_use ids of its last served turn."""
+
+    name: str
     script: tuple[ScriptItem, ...]
     cursor: int = 0
+    pending: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _State:
+    main: _Queue
+    subagent: _Queue | None
     next_request: int = 0
     next_message: int = 0
+    next_tool: int = 0
     requests: list[RecordedRequest] = field(default_factory=list)
     issued: dict[str, IssuedToolUse] = field(default_factory=dict)
-    pending: list[str] = field(default_factory=list)
     results: dict[str, ToolResult] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+
+
+def _explicit_ids(items: tuple[ScriptItem, ...]) -> list[str]:
+    return [
+        b.id
+        for item in items
+        if isinstance(item, Turn)
+        for b in item.content
+        if isinstance(b, ToolUse) and b.id is not None
+    ]
 
 
 class FakeAnthropic:
@@ -172,43 +239,49 @@ class FakeAnthropic:
         with FakeAnthropic([turn(tool_use("Bash", {"command": "ls"})), turn("done")]) as api:
             env["ANTHROPIC_BASE_URL"] = api.base_url
             ...run the CLI...
-        assert not api.errors
+        assert api.script_done and not api.errors
 
-    Main-loop ``POST /v1/messages`` requests consume the script in order; side
-    requests get ``side_text`` with ``side_usage``; ``POST /v1/messages/count_tokens``
-    gets a size-based estimate; ``HEAD``/``GET`` on ``/`` and ``/api/hello`` get 200;
-    everything else a JSON 404.
+    ``POST /v1/messages`` (with or without ``?beta=true``) is classified by ``classify``
+    (default :func:`classify_messages_request`):
+
+    * ``main`` requests consume ``script`` in order, one item per request (retries
+      included);
+    * ``subagent`` requests consume ``subagent_script`` when one is given, else get the
+      side answer;
+    * ``compact`` requests get ``compact_text``; ``side`` requests get ``side_text``;
+      both with ``side_usage`` and without consuming anything.
+
+    ``POST /v1/messages/count_tokens`` gets a size-based estimate; ``HEAD``/``GET`` on
+    ``/`` and ``/api/hello`` get 200; everything else a JSON 404.  Requests are answered
+    as SSE when the body has ``"stream": true``, else as one JSON message.
     """
 
     def __init__(
         self,
         script: Script,
         *,
+        subagent_script: Script | None = None,
         side_text: str = DEFAULT_SIDE_TEXT,
         side_usage: Usage = DEFAULT_SIDE_USAGE,
+        compact_text: str = DEFAULT_COMPACT_TEXT,
         classify: Classifier = classify_messages_request,
         chunk_size: int = 24,
         host: str = "127.0.0.1",
     ) -> None:
-        items = tuple(script)
-        explicit = [
-            b.id
-            for item in items
-            if isinstance(item, Turn)
-            for b in item.content
-            if isinstance(b, ToolUse) and b.id is not None
-        ]
+        main = _Queue("main", tuple(script))
+        sub = None if subagent_script is None else _Queue("subagent", tuple(subagent_script))
+        explicit = _explicit_ids(main.script) + (_explicit_ids(sub.script) if sub else [])
         if len(explicit) != len(set(explicit)):
             raise ValueError(f"duplicate explicit tool_use ids in script: {explicit}")
         self._explicit_ids = frozenset(explicit)
-        self._state = _State(script=items)
+        self._state = _State(main=main, subagent=sub)
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.side_text = side_text
         self.side_usage = side_usage
+        self.compact_text = compact_text
         self.classify = classify
         self.chunk_size = max(1, chunk_size)
-        self._tool_counter = 0
         self._httpd = _Server((host, 0), _Handler, self)
         self.host: str = host
         self.port: int = int(self._httpd.server_address[1])
@@ -225,6 +298,7 @@ class FakeAnthropic:
 
     @property
     def base_url(self) -> str:
+        """``http://127.0.0.1:<port>``: the value for ``ANTHROPIC_BASE_URL``."""
         return f"http://{self.host}:{self.port}"
 
     @property
@@ -233,13 +307,24 @@ class FakeAnthropic:
         with self._lock:
             return list(self._state.requests)
 
+    def requests_of(self, kind: RequestKind) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.kind == kind]
+
     @property
     def main_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.kind == "main"]
+        return self.requests_of("main")
 
     @property
     def side_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.kind == "side"]
+        """Requests that consumed no script item: ``side``, ``compact``, unscripted
+        ``subagent`` requests, ``count_tokens`` and probes."""
+        with self._lock:
+            scripted_sub = self._state.subagent is not None
+        return [
+            r
+            for r in self.requests
+            if r.kind != "main" and not (r.kind == "subagent" and scripted_sub)
+        ]
 
     @property
     def tool_uses(self) -> dict[str, IssuedToolUse]:
@@ -259,22 +344,31 @@ class FakeAnthropic:
 
     @property
     def errors(self) -> list[str]:
-        """Protocol problems seen: unknown/missing tool results, script overrun, bad JSON."""
+        """Protocol problems seen: unknown or missing tool results, script overrun,
+        a body that is not JSON."""
         with self._lock:
             return list(self._state.errors)
 
     @property
     def script_position(self) -> int:
-        """How many script items have been consumed."""
+        """How many items of the main script have been consumed."""
         with self._lock:
-            return self._state.cursor
+            return self._state.main.cursor
 
     @property
     def script_done(self) -> bool:
+        """Whether every item of the main script has been consumed."""
         with self._lock:
-            return self._state.cursor >= len(self._state.script)
+            return self._state.main.cursor >= len(self._state.main.script)
+
+    @property
+    def subagent_script_position(self) -> int:
+        with self._lock:
+            sub = self._state.subagent
+            return 0 if sub is None else sub.cursor
 
     def summary(self) -> str:
+        """One line per request, then one per error."""
         lines = [r.summary() for r in self.requests]
         lines += [f"ERROR: {e}" for e in self.errors]
         return "\n".join(lines)
@@ -311,10 +405,6 @@ class FakeAnthropic:
         kind: RequestKind,
     ) -> RecordedRequest:
         split = urlsplit(raw_path)
-        redacted = {
-            k.lower(): ("<present>" if k.lower() in REDACTED_HEADERS else v)
-            for k, v in headers.items()
-        }
         with self._lock:
             rec = RecordedRequest(
                 index=self._state.next_request,
@@ -322,7 +412,7 @@ class FakeAnthropic:
                 method=method,
                 path=split.path,
                 query=parse_qs(split.query, keep_blank_values=True),
-                headers=redacted,
+                headers=_redact(headers),
                 body=body,
                 kind=kind,
             )
@@ -339,51 +429,70 @@ class FakeAnthropic:
             self._state.next_message += 1
             return f"msg_fake_{self._state.next_message:04d}"
 
-    def _take_main(self, rec: RecordedRequest) -> ScriptItem | None:
-        """Check tool results carried by ``rec`` and pop the next script item."""
+    def _collect_tool_results(self, rec: RecordedRequest) -> set[str]:
+        """Record new ``tool_result`` blocks of ``rec``; return every id it carries.
+
+        Call with the lock held."""
+        st = self._state
         body = rec.body if isinstance(rec.body, dict) else {}
+        seen: set[str] = set()
+        for message in body.get("messages") or []:
+            if not isinstance(message, dict) or message.get("role") != "user":
+                continue
+            content = message.get("content")
+            if not isinstance(content, list):
+                continue
+            for block in content:
+                if not isinstance(block, dict) or block.get("type") != "tool_result":
+                    continue
+                tid = str(block.get("tool_use_id"))
+                seen.add(tid)
+                if tid in st.results:
+                    continue
+                issued = st.issued.get(tid)
+                if issued is None:
+                    st.errors.append(
+                        f"request #{rec.index}: tool_result for unknown tool_use id {tid!r}"
+                    )
+                    continue
+                st.results[tid] = ToolResult(
+                    tool_use_id=tid,
+                    name=issued.name,
+                    content=block.get("content"),
+                    is_error=block.get("is_error") is True,
+                    request_index=rec.index,
+                )
+        return seen
+
+    def _take(self, rec: RecordedRequest) -> ScriptItem | Literal["unscripted"] | None:
+        """Check the tool results ``rec`` carries and pop the next item of its queue.
+
+        ``None`` when the queue is exhausted, ``"unscripted"`` when ``rec`` has no
+        queue (side, compact, unscripted sub-agent)."""
         with self._lock:
             st = self._state
-            seen_now: set[str] = set()
-            for message in body.get("messages") or []:
-                if not isinstance(message, dict) or message.get("role") != "user":
-                    continue
-                content = message.get("content")
-                if not isinstance(content, list):
-                    continue
-                for block in content:
-                    if not isinstance(block, dict) or block.get("type") != "tool_result":
-                        continue
-                    tid = str(block.get("tool_use_id"))
-                    seen_now.add(tid)
-                    if tid in st.results:
-                        continue
-                    issued = st.issued.get(tid)
-                    if issued is None:
-                        st.errors.append(
-                            f"request #{rec.index}: tool_result for unknown tool_use id {tid!r}"
-                        )
-                        continue
-                    st.results[tid] = ToolResult(
-                        tool_use_id=tid,
-                        name=issued.name,
-                        content=block.get("content"),
-                        is_error=block.get("is_error") is True,
-                        request_index=rec.index,
-                    )
-            missing = [tid for tid in st.pending if tid not in seen_now]
-            if missing:
+            seen = self._collect_tool_results(rec)
+            queue = st.main if rec.kind == "main" else None
+            if rec.kind == "subagent":
+                queue = st.subagent
+            if queue is None:
+                return "unscripted"
+            # Sub-agents may run concurrently, so only the main loop is held to
+            # "every tool_use of the previous turn has its tool_result now".
+            missing = [tid for tid in queue.pending if tid not in seen]
+            if missing and queue is st.main:
                 st.errors.append(f"request #{rec.index}: no tool_result for tool_use ids {missing}")
-            if st.cursor >= len(st.script):
+            if queue.cursor >= len(queue.script):
                 st.errors.append(
-                    f"request #{rec.index}: script exhausted after {len(st.script)} items"
+                    f"request #{rec.index}: {queue.name} script exhausted after "
+                    f"{len(queue.script)} items"
                 )
                 return None
-            item = st.script[st.cursor]
-            rec.script_index = st.cursor
-            st.cursor += 1
+            item = queue.script[queue.cursor]
+            rec.script_index = queue.cursor
+            queue.cursor += 1
             if isinstance(item, Turn):
-                st.pending = []
+                queue.pending = []
             return item
 
     def _materialise(self, item: Turn, rec: RecordedRequest) -> list[dict[str, Any]]:
@@ -394,27 +503,36 @@ class FakeAnthropic:
                 blocks.append({"type": "text", "text": block.text})
                 continue
             with self._lock:
+                st = self._state
                 tid = block.id
                 if tid is None:
                     while True:
-                        self._tool_counter += 1
-                        tid = f"toolu_fake_{self._tool_counter:04d}"
-                        if tid not in self._explicit_ids and tid not in self._state.issued:
+                        st.next_tool += 1
+                        tid = f"toolu_fake_{st.next_tool:04d}"
+                        if tid not in self._explicit_ids and tid not in st.issued:
                             break
-                if tid in self._state.issued:
-                    self._state.errors.append(f"tool_use id {tid!r} sent twice")
-                self._state.issued[tid] = IssuedToolUse(
+                if tid in st.issued:
+                    st.errors.append(f"tool_use id {tid!r} sent twice")
+                st.issued[tid] = IssuedToolUse(
                     id=tid,
                     name=block.name,
                     input=block.input,
                     script_index=rec.script_index if rec.script_index is not None else -1,
                     request_index=rec.index,
                 )
-                self._state.pending.append(tid)
+                queue = st.subagent if rec.kind == "subagent" else st.main
+                if queue is not None and rec.script_index is not None:
+                    queue.pending.append(tid)
             blocks.append(
                 {"type": "tool_use", "id": tid, "name": block.name, "input": dict(block.input)}
             )
         return blocks
+
+
+def _redact(headers: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k.lower(): ("<present>" if k.lower() in REDACTED_HEADERS else v) for k, v in headers.items()
+    }
 
 
 class _Server(ThreadingHTTPServer):
@@ -535,14 +653,15 @@ class _Handler(BaseHTTPRequestHandler):
             err = HttpError(400, "invalid_request_error", "body must be a JSON object")
             self._send_json(400, err.body(_request_id(rec)), rec, "http_error")
             return
-        kind = fake.classify(body)
-        rec = fake._record("POST", self.path, dict(self.headers), body, kind)
-        if kind != "main":
-            side = Turn((Text(fake.side_text),), fake.side_usage, "end_turn")
-            self._send_message(side, rec, "side")
-            return
-        item = fake._take_main(rec)
-        if item is None:
+        headers = dict(self.headers)
+        kind = fake.classify(body, _redact(headers))
+        rec = fake._record("POST", self.path, headers, body, kind)
+        item = fake._take(rec)
+        if item == "unscripted":
+            answer = fake.compact_text if kind == "compact" else fake.side_text
+            side = Turn((Text(answer),), fake.side_usage, "end_turn")
+            self._send_message(side, rec, kind)
+        elif item is None:
             exhausted = Turn((Text(EXHAUSTED_TEXT),), Usage(1, 1), "end_turn")
             self._send_message(exhausted, rec, "exhausted")
         elif isinstance(item, Stall):

@@ -1,0 +1,101 @@
+"""The facts of the machine a benchmark ran on."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest_wfbench
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _first_field(text: str, key: str) -> str | None:
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip() == key:
+            return value.strip()
+    return None
+
+
+def _command(argv: list[str], cwd: Path | None = None) -> str | None:
+    try:
+        result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False,
+                                timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0:
+        return None
+    return (result.stdout or result.stderr).strip() or None
+
+
+def _memory_gib() -> float | None:
+    total = _first_field(_read("/proc/meminfo"), "MemTotal")
+    if total is None or not total.endswith("kB"):
+        return None
+    return round(int(total.split()[0]) / 1024 / 1024, 1)
+
+
+def _filesystem(path: Path) -> str | None:
+    """The filesystem type of the mount holding ``path`` (clones use reflinks
+    when it has them)."""
+    best, kind = "", None
+    resolved = str(path.resolve())
+    for line in _read("/proc/mounts").splitlines():
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        mount = parts[1]
+        inside = resolved == mount or resolved.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            best, kind = mount, parts[2]
+    return kind
+
+
+def _repo_commit(repo_root: Path) -> str | None:
+    sha = _command(["git", "rev-parse", "--short=12", "HEAD"], cwd=repo_root)
+    if sha is None:
+        return None
+    dirty = _command(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo_root)
+    return f"{sha}{'+dirty' if dirty else ''}"
+
+
+def machine_facts(repo_root: Path) -> dict[str, Any]:
+    cpuinfo = _read("/proc/cpuinfo")
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        usable = os.cpu_count() or 0
+    return {
+        "nproc": usable,
+        "cpu_count": os.cpu_count(),
+        "cpu_model": _first_field(cpuinfo, "model name"),
+        "memory_gib": _memory_gib(),
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "bwrap": _command(["bwrap", "--version"]),
+        "git": _command(["git", "--version"]),
+        "kernel": platform.release(),
+        "os": _os_name(),
+        "tmp_filesystem": _filesystem(Path(tempfile.gettempdir())),
+        "harness_version": pytest_wfbench.__version__,
+        "harness_commit": _repo_commit(repo_root),
+    }
+
+
+def _os_name() -> str | None:
+    for line in _read("/etc/os-release").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key == "PRETTY_NAME":
+            return value.strip().strip('"')
+    return None

@@ -1,0 +1,69 @@
+"""Running a command as a measured subprocess: wall time, CPU time and peak RSS.
+
+The resource usage comes from ``os.wait4`` on that one child, so it covers the
+child and every descendant it waited for (for a sweep: the pytest process,
+its xdist workers, git, cp, bwrap) and nothing the benchmark ran before.
+``ru_maxrss`` is the largest single process of that tree, not a sum.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Variables that would change what pytest runs; the benchmark's runs are
+# reproducible only without them.
+SCRUBBED_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_AUTO_NUM_WORKERS")
+
+
+@dataclass(frozen=True)
+class Measured:
+    argv: tuple[str, ...]
+    returncode: int
+    wall_s: float
+    cpu_user_s: float
+    cpu_sys_s: float
+    max_rss_mib: float
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.output().splitlines()[-lines:])
+
+
+def pytest_argv(*args: str) -> list[str]:
+    """This interpreter's pytest (the one with pytest-wfbench installed)."""
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+
+
+def run_measured(argv: Sequence[str], *, cwd: Path, log: Path) -> Measured:
+    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return Measured(
+        argv=tuple(argv),
+        returncode=proc.returncode,
+        wall_s=wall,
+        cpu_user_s=usage.ru_utime,
+        cpu_sys_s=usage.ru_stime,
+        max_rss_mib=usage.ru_maxrss / 1024,  # KiB on Linux
+        log=log,
+    )

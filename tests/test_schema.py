@@ -1,0 +1,234 @@
+"""The shipped JSON Schema for task files agrees with the loader (SPEC §2)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from pytest_wfbench.tasks import (
+    ORACLE_KEYS,
+    SANDBOX_KEYS,
+    SCRIPT_ARM_KEYS,
+    TASK_KEYS,
+    TOP_KEYS,
+    TaskFileError,
+    load_task_file,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEMO = REPO_ROOT / "tasks" / "demo.yaml"
+
+Doc = dict[str, Any]
+
+
+def _schema() -> Doc:
+    text = (files("pytest_wfbench") / "task-file.schema.json").read_text(encoding="utf-8")
+    schema: Doc = json.loads(text)
+    return schema
+
+
+@pytest.fixture(scope="module")
+def schema() -> Doc:
+    return _schema()
+
+
+@pytest.fixture(scope="module")
+def validator(schema: Doc) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _base() -> Doc:
+    """A minimal valid task file; its only file-system reference is ``repo``."""
+    return {
+        "version": 1,
+        "repo": "repo",
+        "tasks": [
+            {
+                "id": "t1",
+                "prompt": "Do the thing.",
+                "verify": "true",
+                "oracle": {"command": "true"},
+            }
+        ],
+    }
+
+
+def _write(tmp_path: Path, doc: Doc) -> Path:
+    """Write ``doc`` as a task file, with the repo folder it refers to."""
+    (tmp_path / "repo").mkdir(exist_ok=True)
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _schema_errors(validator: jsonschema.Draft202012Validator, path: Path) -> list[str]:
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return [error.message for error in validator.iter_errors(document)]
+
+
+def _task(doc: Doc) -> Doc:
+    task: Doc = doc["tasks"][0]
+    return task
+
+
+def _set_top(key: str, value: Any) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        doc[key] = value
+
+    return mutate
+
+
+def _set_task(key: str, value: Any) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        _task(doc)[key] = value
+
+    return mutate
+
+
+def _drop_task(key: str) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        del _task(doc)[key]
+
+    return mutate
+
+
+def _unknown_oracle_key(doc: Doc) -> None:
+    _task(doc)["oracle"]["bogus"] = "x"
+
+
+def _arm_without_steps(doc: Doc) -> None:
+    doc["arm_definitions"] = {"my-arm": {"agent": "script"}}
+
+
+# (case id, mutation of the valid base document, field the loader must blame)
+INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
+    ("unknown-top-level-key", _set_top("extra", 1), "extra"),
+    ("unknown-task-key", _set_task("bogus", "x"), "bogus"),
+    ("unknown-oracle-key", _unknown_oracle_key, "oracle.bogus"),
+    ("task-id-with-space", _set_task("id", "add median"), "id"),
+    ("version-2", _set_top("version", 2), "version"),
+    ("missing-oracle", _drop_task("oracle"), "oracle"),
+    ("missing-verify", _drop_task("verify"), "verify"),
+    ("script-arm-without-steps", _arm_without_steps, "arm_definitions.my-arm.steps"),
+    ("negative-timeout", _set_task("timeout", -5), "timeout"),
+    ("relative-read-only", _set_task("sandbox", {"read_only": ["opt/tools"]}), "sandbox.read_only"),
+]
+
+
+def test_schema_is_a_valid_draft_2020_12_schema(schema: Doc) -> None:
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["properties"]["version"]["const"] == 1
+
+
+def test_demo_task_file_validates(validator: jsonschema.Draft202012Validator) -> None:
+    assert _schema_errors(validator, DEMO) == []
+
+
+def test_base_document_is_valid_for_both(
+    tmp_path: Path, validator: jsonschema.Draft202012Validator
+) -> None:
+    path = _write(tmp_path, _base())
+    assert _schema_errors(validator, path) == []
+    assert [task.id for task in load_task_file(path).tasks] == ["t1"]
+
+
+def test_optional_fields_are_valid_for_both(
+    tmp_path: Path, validator: jsonschema.Draft202012Validator
+) -> None:
+    doc = _base()
+    doc["name"] = "suite"
+    doc["arms"] = ["gold", "my-arm"]
+    doc["arm_definitions"] = {
+        "my-arm": {"agent": "script", "steps": ["true"], "description": "does nothing"}
+    }
+    doc["sandbox"] = {"read_only": ["/opt"], "env": {"LANG": "C.UTF-8", "N": 3}}
+    _task(doc).update(
+        {
+            "class": "bug",
+            "ref": "HEAD",
+            "setup": "true",
+            "prepare": "true",
+            "timeout": 0.5,
+            "expensive": True,
+            "sandbox": {"env": {"X_1": "y"}},
+        }
+    )
+    _task(doc)["oracle"]["hidden_paths"] = ["tests/hidden/"]
+    path = _write(tmp_path, doc)
+    assert _schema_errors(validator, path) == []
+    loaded = load_task_file(path)
+    assert loaded.arms == ("gold", "my-arm")
+    assert dict(loaded.tasks[0].sandbox.env) == {"LANG": "C.UTF-8", "N": "3", "X_1": "y"}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [pytest.param(mutate, field, id=case) for case, mutate, field in INVALID],
+)
+def test_invalid_document_is_rejected_by_schema_and_loader(
+    tmp_path: Path,
+    validator: jsonschema.Draft202012Validator,
+    mutate: Callable[[Doc], None],
+    field: str,
+) -> None:
+    doc = copy.deepcopy(_base())
+    mutate(doc)
+    path = _write(tmp_path, doc)
+    errors = _schema_errors(validator, path)
+    assert len(errors) == 1, f"expected exactly the intended schema error, got {errors}"
+    with pytest.raises(TaskFileError) as info:
+        load_task_file(path)
+    assert info.value.field == field, str(info.value)
+
+
+def _property_names(node: Doc) -> set[str]:
+    return set(node["properties"])
+
+
+def test_schema_keys_match_loader_keys(schema: Doc) -> None:
+    defs = schema["$defs"]
+    assert _property_names(schema) == TOP_KEYS
+    assert _property_names(defs["task"]) == TASK_KEYS
+    assert _property_names(defs["oracle"]) == ORACLE_KEYS
+    assert _property_names(defs["sandbox"]) == SANDBOX_KEYS
+    assert _property_names(defs["scriptArm"]) == SCRIPT_ARM_KEYS
+    assert schema["properties"]["arm_definitions"]["additionalProperties"] == {
+        "$ref": "#/$defs/scriptArm"
+    }
+    assert schema["properties"]["tasks"]["items"] == {"$ref": "#/$defs/task"}
+    assert schema["properties"]["sandbox"]["$ref"] == "#/$defs/sandbox"
+    assert defs["task"]["properties"]["oracle"]["$ref"] == "#/$defs/oracle"
+    assert defs["task"]["properties"]["sandbox"]["$ref"] == "#/$defs/sandbox"
+
+
+def test_schema_rejects_unknown_keys_everywhere(schema: Doc) -> None:
+    defs = schema["$defs"]
+    for node in (schema, defs["task"], defs["oracle"], defs["sandbox"], defs["scriptArm"]):
+        assert node["additionalProperties"] is False, node.get("title")
+
+
+def test_every_property_is_described(schema: Doc) -> None:
+    missing: list[str] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            for name, sub in node.get("properties", {}).items():
+                if not sub.get("description"):
+                    missing.append(f"{where}.{name}")
+            for key, sub in node.items():
+                walk(sub, f"{where}.{key}")
+        elif isinstance(node, list):
+            for index, sub in enumerate(node):
+                walk(sub, f"{where}[{index}]")
+
+    walk(schema, "$")
+    assert missing == []
