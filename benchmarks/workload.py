@@ -124,7 +124,7 @@ def make_collect_workloads(root: Path, cells: int, runs_shape: int) -> list[Coll
     write_oracle(root / ORACLE_DIR)
     workloads = []
     for tasks, runs in ((cells // runs_shape, runs_shape), (cells, 1)):
-        label = f"{tasks} tasks x {runs} runs"
+        label = f"{tasks} tasks x {runs} run{'s' if runs > 1 else ''}"
         path = root / f"collect-{tasks}x{runs}.yaml"
         path.write_text(task_file_text(f"bench-collect-{tasks}x{runs}", TINY_REPO_DIR, tasks))
         workloads.append(CollectWorkload(label=label, task_file=path, tasks=tasks, runs=runs))

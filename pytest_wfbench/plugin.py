@@ -19,7 +19,7 @@ from pytest_wfbench import __version__, cells, fixtures
 from pytest_wfbench.aggregate import Summary, summarize
 from pytest_wfbench.cells import Cell
 from pytest_wfbench.fixtures import RECORD_KEY, SWEEP_KEY
-from pytest_wfbench.outcomes import CellUnresolved
+from pytest_wfbench.outcomes import CellFailure, CellUnresolved
 from pytest_wfbench.report import render_markdown, render_terminal, unusable_lines
 from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, make_sandbox, preflight
@@ -241,7 +241,10 @@ class SweepHooks:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         cell = _cell_of(item)
-        if cell is None or call.when != "setup":
+        if cell is None:
+            return report
+        self._redact_report(report, call)
+        if call.when != "setup":
             return report
         if report.skipped and not hasattr(report, "wasxfail"):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
@@ -255,6 +258,18 @@ class SweepHooks:
             row = self.sweep.record_row(cell, record, call.duration)
             item.user_properties.extend(row.properties())
         return report
+
+    def _redact_report(self, report: pytest.TestReport, call: pytest.CallInfo[None]) -> None:
+        """Reports reach the terminal, junit and the xdist controller: give them
+        a short, redacted account of a cell's failure instead of a traceback
+        whose frames show fixture values."""
+        redact = self.sweep.redactor.text
+        error = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(error, CellFailure | CellUnresolved) and report.longrepr is not None:
+            report.longrepr = redact(str(error))
+        elif report.longrepr is not None and not isinstance(report.longrepr, tuple):
+            report.longrepr = redact(str(report.longrepr))
+        report.sections = [(title, redact(text)) for title, text in report.sections]
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

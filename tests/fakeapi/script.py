@@ -7,6 +7,7 @@ agent loop:
   and a stop reason);
 * :class:`Stall` -- accept the request and never answer it (the connection is
   held open until the client gives up or the server is closed);
+* :class:`Disconnect` -- close the connection before or in the middle of the answer;
 * :class:`HttpError` -- answer with an Anthropic-style JSON error.
 
 Each main-loop request consumes exactly one item, retries included: a
@@ -109,6 +110,19 @@ class Stall:
 
 
 @dataclass(frozen=True)
+class Disconnect:
+    """Drop the connection without a complete answer.
+
+    With ``after_events=0`` (or a non-streaming request) the socket is closed before any
+    response byte; otherwise a 200 SSE response starts, the first ``after_events``
+    events of a text answer ``partial_text`` are sent, and the socket is closed.
+    """
+
+    after_events: int = 0
+    partial_text: str = "partial answer"
+
+
+@dataclass(frozen=True)
 class HttpError:
     """Answer with ``status`` and the body ``{"type": "error", "error": {type, message}}``."""
 
@@ -126,7 +140,7 @@ class HttpError:
         }
 
 
-ScriptItem: TypeAlias = Turn | Stall | HttpError
+ScriptItem: TypeAlias = Turn | Stall | Disconnect | HttpError
 Script: TypeAlias = Sequence[ScriptItem]
 
 
@@ -157,6 +171,10 @@ def turn(
 
 def stall() -> Stall:
     return Stall()
+
+
+def disconnect(after_events: int = 0, partial_text: str = "partial answer") -> Disconnect:
+    return Disconnect(after_events, partial_text)
 
 
 def http_error(

@@ -19,7 +19,17 @@ from types import TracebackType
 from typing import Any, Literal, TypeAlias
 from urllib.parse import parse_qs, urlsplit
 
-from .script import HttpError, Script, ScriptItem, Stall, Text, ToolUse, Turn, Usage
+from .script import (
+    Disconnect,
+    HttpError,
+    Script,
+    ScriptItem,
+    Stall,
+    Text,
+    ToolUse,
+    Turn,
+    Usage,
+)
 
 RequestKind: TypeAlias = Literal[
     "main", "subagent", "compact", "side", "count_tokens", "probe", "unknown"
@@ -666,6 +676,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_message(exhausted, rec, "exhausted")
         elif isinstance(item, Stall):
             self._stall(rec)
+        elif isinstance(item, Disconnect):
+            self._disconnect(item, rec)
         elif isinstance(item, HttpError):
             headers = dict(item.headers)
             self._send_json(item.status, item.body(_request_id(rec)), rec, "http_error", headers)
@@ -733,6 +745,35 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             rec.outcome = "client_gone"
             self.close_connection = True
+
+    def _disconnect(self, item: Disconnect, rec: RecordedRequest) -> None:
+        rec.outcome = "disconnect"
+        self.close_connection = True
+        try:
+            if item.after_events > 0 and rec.stream:
+                partial = Turn((Text(item.partial_text),), Usage(1, 1), "end_turn")
+                message: dict[str, Any] = {
+                    "id": self.fake._next_message_id(),
+                    "type": "message",
+                    "role": "assistant",
+                    "model": rec.model or "claude-fake",
+                    "content": [{"type": "text", "text": item.partial_text}],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": partial.usage.to_json(),
+                }
+                rec.status = 200
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                events = _sse_events(message, partial.usage, self.fake.chunk_size)
+                for _, event in zip(range(item.after_events), events, strict=False):
+                    frame = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
+                    self._write_chunk(frame.encode())
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def _stall(self, rec: RecordedRequest) -> None:
         """Answer nothing until the client hangs up or the server closes."""

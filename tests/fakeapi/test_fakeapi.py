@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from . import FakeAnthropic, Usage, http_error, stall, tool_use, turn
+from . import FakeAnthropic, Usage, disconnect, http_error, stall, tool_use, turn
 from .probe import DEFAULT_CLAUDE
 from .probe import main as probe_main
 
@@ -155,6 +155,17 @@ def test_http_error_then_turn() -> None:
         assert json.loads(raw)["error"] == {"type": "overloaded_error", "message": "fake error"}
         assert post(api, "/v1/messages", main_body())[0] == 200
     assert api.script_done
+
+
+def test_disconnect_before_and_during_stream() -> None:
+    with FakeAnthropic([disconnect(), disconnect(3), turn("ok")]) as api:
+        with pytest.raises((http.client.HTTPException, ConnectionError)):
+            post(api, "/v1/messages", main_body(stream=True))
+        with pytest.raises(http.client.IncompleteRead):
+            post(api, "/v1/messages", main_body(stream=True))
+        assert post(api, "/v1/messages", main_body(stream=True))[0] == 200
+    assert [r.outcome for r in api.requests] == ["disconnect", "disconnect", "turn"]
+    assert api.script_done and api.errors == []
 
 
 def test_stall_is_released_by_close() -> None:
