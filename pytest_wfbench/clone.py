@@ -14,7 +14,7 @@ def copy_tree(source: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
         ["cp", "-a", "--reflink=auto", str(source), str(target)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+        capture_output=True, check=False,
     )
     if result.returncode != 0:
         raise OSError(f"copying {source} failed: {result.stderr.decode(errors='replace')}")

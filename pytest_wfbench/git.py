@@ -52,7 +52,7 @@ def run_git(
 ) -> subprocess.CompletedProcess[bytes]:
     result = subprocess.run(
         ["git", *SAFE_CONFIG, *args], cwd=cwd, env=git_env(env), input=stdin,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+        capture_output=True, check=False,
     )
     if check and result.returncode != 0:
         message = result.stderr.decode("utf-8", "replace").strip()

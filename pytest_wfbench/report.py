@@ -76,7 +76,7 @@ def render_markdown(summary: Summary, provenance: dict[str, Any]) -> str:
                   "admissible row; the sweep exits non-zero."]
     if summary.baseline_arm and summary.savings:
         lines += ["", f"## Savings against `{summary.baseline_arm}`", "",
-                  "(baseline − arm) / baseline over the arms' medians; positive saves.", ""]
+                  "(baseline - arm) / baseline over the arms' medians; positive saves.", ""]
         metrics = list(next(iter(summary.savings.values())))
         lines += table(["arm", *metrics],
                        [[arm, *(fmt_pct(values[m]) for m in metrics)]

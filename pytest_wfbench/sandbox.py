@@ -11,6 +11,7 @@ no capabilities, and the network only when asked for.
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 import shutil
 import signal
@@ -37,7 +38,8 @@ ETC_ALLOWLIST = (
     "/etc/python3", "/etc/inputrc", "/etc/os-release", "/etc/debian_version",
     "/etc/protocols", "/etc/services", "/etc/bash.bashrc", "/etc/profile",
 )
-PASSWD = f"root:x:0:0:root:/root:/bin/sh\nwfbench:x:{SANDBOX_UID}:{SANDBOX_UID}::{SANDBOX_HOME}:/bin/bash\n"
+PASSWD = (f"root:x:0:0:root:/root:/bin/sh\n"
+          f"wfbench:x:{SANDBOX_UID}:{SANDBOX_UID}::{SANDBOX_HOME}:/bin/bash\n")
 GROUP = f"root:x:0:\nwfbench:x:{SANDBOX_UID}:\n"
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and make sure user "
@@ -187,10 +189,8 @@ class Sandbox(abc.ABC):
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class BubblewrapSandbox(Sandbox):

@@ -156,7 +156,8 @@ def _convert(path: Path, node: yaml.Node) -> _Node:
         for key_node, value_node in node.value:
             key = key_node.value
             if not isinstance(key_node, yaml.ScalarNode):
-                raise TaskFileError(path, key_node.start_mark.line + 1, "keys must be plain strings")
+                line = key_node.start_mark.line + 1
+                raise TaskFileError(path, line, "keys must be plain strings")
             if key in mapping:
                 raise TaskFileError(
                     path, key_node.start_mark.line + 1, f"duplicate key {key!r}", field=key
@@ -310,7 +311,8 @@ def _task(
     repo_value = reader.string("repo")
     repo = _repo(repo_value, base, reader, "repo") if repo_value else default_repo
     if repo is None:
-        reader.fail(node.line, "no repo: set it on the task or at the top of the file", field="repo")
+        reader.fail(node.line, "no repo: set it on the task or at the top of the file",
+                    field="repo")
         raise AssertionError  # unreachable: fail() raises
     oracle_reader = reader.mapping("oracle")
     if oracle_reader is None:
@@ -319,7 +321,8 @@ def _task(
     oracle_reader.check_keys(ORACLE_KEYS)
     files_value = oracle_reader.string("files")
     files = (
-        _inside_folder(Path(files_value), base, oracle_reader, "files", oracle_reader.line_of("files"))
+        _inside_folder(Path(files_value), base, oracle_reader, "files",
+                       oracle_reader.line_of("files"))
         if files_value
         else None
     )
@@ -415,7 +418,8 @@ def load_task_file(path: Path) -> TaskFile:
     for node in reader.values["tasks"].value:
         task = _task(path, node, default_repo, file_sandbox)
         if task.id in seen:
-            raise TaskFileError(path, task.line, f"duplicate task id (first at line {seen[task.id]})",
+            raise TaskFileError(path, task.line,
+                                f"duplicate task id (first at line {seen[task.id]})",
                                 task=task.id, field="id")
         seen[task.id] = task.line
         tasks.append(task)

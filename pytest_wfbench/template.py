@@ -159,8 +159,9 @@ class TemplateCache:
             result = self.sandbox.run(task.prepare, workspace=building, writable=True,
                                       network=True, timeout_s=task.timeout_s)
             if not result.ok:
-                raise TemplateError(f"prepare failed (exit {result.returncode}"
-                                    f"{', timed out' if result.timed_out else ''}): {result.tail()}")
+                timed_out = ", timed out" if result.timed_out else ""
+                raise TemplateError(f"prepare failed (exit {result.returncode}{timed_out}): "
+                                    f"{result.tail()}")
             shutil.rmtree(building / ".git", ignore_errors=True)
             for path in task.oracle.hidden_paths:
                 if (building / path).exists():

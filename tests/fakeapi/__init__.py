@@ -12,7 +12,11 @@ Quick start::
         ...  # run `claude -p ...` with ANTHROPIC_BASE_URL=api.base_url
     assert api.script_done and not api.errors
 
-See ``docs/claude-cli.md`` for the CLI's observed behaviour.
+Each ``POST /v1/messages`` is classified (:func:`classify_messages_request`) as
+``main`` (consumes the next script item: :func:`turn`, :func:`stall`,
+:func:`disconnect` or :func:`http_error`), ``subagent`` (``x-claude-code-agent-id``
+header; consumes ``subagent_script`` if given), ``compact`` or ``side`` (fixed answers
+that consume nothing).  See ``docs/claude-cli.md`` for the CLI's observed behaviour.
 """
 
 from __future__ import annotations
