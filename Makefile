@@ -4,8 +4,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# The Claude Code CLI the agent arms and their integration tests run, pinned.
+CLAUDE_CODE_VERSION := 2.1.332
+CLI_DIR := .tools/claude-code
+CLI := $(CLI_DIR)/node_modules/.bin/claude
+CLI_STAMP := $(CLI_DIR)/.installed-$(CLAUDE_CODE_VERSION)
+DEMO_MODEL ?= claude-sonnet-4-5
 
-.PHONY: demo test lint typecheck unit bench python sandbox clean
+.PHONY: demo test lint typecheck unit bench python sandbox cli clean
 
 python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || { \
@@ -28,8 +34,32 @@ sandbox:
 	    echo "bubblewrap is missing. Install it with: sudo apt-get install bubblewrap"; exit 1; \
 	  fi; }
 
+$(CLI_STAMP):
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing npm with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
+	  else \
+	    echo "npm is missing (needed for the Claude Code CLI). Install it with: sudo apt-get install npm"; exit 1; \
+	  fi; }
+	mkdir -p $(CLI_DIR)
+	npm install --silent --no-audit --no-fund --prefix $(CLI_DIR) @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	$(CLI) --version | grep -q '^$(CLAUDE_CODE_VERSION) ' || { echo "$(CLI) is not version $(CLAUDE_CODE_VERSION)"; exit 1; }
+	touch $@
+
+cli: $(CLI_STAMP)
+
+# Scripted arms always; agent arms too when an API key and the CLI are here.
 demo: $(STAMP) sandbox
-	$(BIN)/pytest -p no:cacheprovider --wfbench-tasks tasks/demo.yaml -n 2
+	@if [ -n "$$WFBENCH_ANTHROPIC_API_KEY$$ANTHROPIC_API_KEY" ] && [ -x $(CLI) ]; then \
+	  echo "API key and CLI found: adding the baseline, workflow and workflow_direct arms ($(DEMO_MODEL))"; \
+	  $(BIN)/pytest -p no:cacheprovider --wfbench-tasks tasks/demo.yaml -n 2 \
+	    --wfbench-arms gold,noop,baseline,workflow,workflow_direct --wfbench-model $(DEMO_MODEL); \
+	else \
+	  $(BIN)/pytest -p no:cacheprovider --wfbench-tasks tasks/demo.yaml -n 2 && \
+	  echo "To add agent arms: make cli; export WFBENCH_ANTHROPIC_API_KEY=...; make demo" \
+	       "(model: DEMO_MODEL=$(DEMO_MODEL))"; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -37,7 +67,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) sandbox
+unit: $(STAMP) sandbox cli
 	$(BIN)/pytest -n 2 tests
 
 test: lint typecheck unit
@@ -46,4 +76,4 @@ bench: $(STAMP) sandbox
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .tools .mypy_cache .ruff_cache .pytest_cache

@@ -190,39 +190,43 @@ def _mib(value: Any) -> str:
 def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
     sweep, collection = results["sweep"], results["collection"]
     serial = sweep["runs"]["serial"]
-    parallel_key = next(k for k in sweep["runs"] if k != "serial")
-    parallel = sweep["runs"][parallel_key]
-    workers = parallel["workers"]
-    n = sweep["tasks"]
+    parallel = next(v for k, v in sweep["runs"].items() if k != "serial")
+    runs = (serial, parallel)
     rows: list[tuple[str, ...]] = [
-        (f"Sweep: {n} noop cells, {sweep['repo_files']:,}-file repo", "serial", f"-n {workers}"),
-        ("sweep wall time", _s(serial["wall_s"]), _s(parallel["wall_s"])),
-        ("per-cell duration_s (median)", _s(serial["cell_median_s"]),
-         _s(parallel["cell_median_s"])),
+        (f"Sweep: {sweep['tasks']} noop cells, {sweep['repo_files']:,}-file repo", "serial",
+         f"-n {parallel['workers']}"),
+        ("sweep wall time", *(_s(r["wall_s"]) for r in runs)),
+        ("per-cell duration_s (median of rows)", *(_s(r["cell_median_s"]) for r in runs)),
         ("template build (first cell - median of rest)",
          _s(serial["template_build_estimate_s"]), ""),
-        ("sweep time outside cells (startup, collection, report)",
-         _s(serial["outside_cells_s"]), ""),
-        ("peak RSS (largest process)", _mib(serial["max_rss_mib"]),
-         _mib(parallel["max_rss_mib"])),
+        ("pytest start-up", *(_s(r.get("startup_s")) for r in runs)),
+        ("configure (load tasks, preflight)", *(_s(r.get("configure_s")) for r in runs)),
+        ("collection", *(_s(r.get("collection_s")) if not r["workers"] else "in workers"
+                         for r in runs)),
+        ("run loop (all cells)", *(_s(r.get("run_s")) for r in runs)),
+        ("session finish (rows, report)", *(_s(r.get("sessionfinish_s")) for r in runs)),
+        ("peak RSS (largest process)", *(_mib(r["max_rss_mib"]) for r in runs)),
     ]
-    shapes = collection["shapes"]
-    keys = list(shapes)
-    header = tuple(f"{shapes[k]['tasks']:,} tasks x {shapes[k]['runs']}" for k in keys)
-    rows.append((f"Collection: {collection['cells']:,} cells (--collect-only)", *header))
-    rows.append(("wall time", *(_s(shapes[k]["wall_s"]) for k in keys)))
-    rows.append(("pytest's 'collected in'", *(_s(shapes[k]["pytest_collect_s"]) for k in keys)))
-    rows.append(("peak RSS", *(_mib(shapes[k]["max_rss_mib"]) for k in keys)))
-    rows.append(("load_task_file in-process", *(_s(shapes[k]["load_task_file_s"], 3)
-                                                for k in keys)))
-    rows.append(("cells.expand in-process", *(_s(shapes[k]["expand_s"], 3) for k in keys)))
-    rows.append(("rows written by --collect-only", *(str(shapes[k]["rows_written"])
-                                                     for k in keys)))
+    shapes = list(collection["shapes"].values())
+    rows += [
+        (f"Collection: {collection['cells']:,} cells (--collect-only)",
+         *(f"{c['tasks']:,} tasks x {c['runs']}" for c in shapes)),
+        ("wall time", *(_s(c["wall_s"]) for c in shapes)),
+        ("pytest start-up", *(_s(c.get("startup_s")) for c in shapes)),
+        ("configure (load tasks, preflight)", *(_s(c.get("configure_s")) for c in shapes)),
+        ("collection", *(_s(c.get("collection_s")) for c in shapes)),
+        ("session finish (rows, report)", *(_s(c.get("sessionfinish_s")) for c in shapes)),
+        ("peak RSS", *(_mib(c["max_rss_mib"]) for c in shapes)),
+        ("load_task_file, in-process", *(_s(c["load_task_file_s"], 3) for c in shapes)),
+        ("cells.expand, in-process", *(_s(c["expand_s"], 3) for c in shapes)),
+        ("rows written by --collect-only", *(f"{c['rows_written']:,}" for c in shapes)),
+    ]
     reference = sweep["reference"]
-    rows.append(("Reference (this machine)", "", ""))
-    rows.append((f"cp -a of the {sweep['repo_files']:,}-file repo", _s(reference["cp_repo_s"], 3),
-                 ""))
-    rows.append(("bwrap ... true", _s(reference["bwrap_true_s"], 3), ""))
+    rows += [
+        ("Reference (this machine)", "", ""),
+        (f"cp -a of the {sweep['repo_files']:,}-file repo", _s(reference["cp_repo_s"], 3), ""),
+        ("bwrap ... true", _s(reference["bwrap_true_s"], 3), ""),
+    ]
     return rows
 
 

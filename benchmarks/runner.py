@@ -8,6 +8,7 @@ its xdist workers, git, cp, bwrap) and nothing the benchmark ran before.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks import phases as phases_plugin
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 # Variables that would change what pytest runs; the benchmark's runs are
 # reproducible only without them.
 SCRUBBED_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_AUTO_NUM_WORKERS")
@@ -30,6 +34,8 @@ class Measured:
     cpu_sys_s: float
     max_rss_mib: float
     log: Path
+    phases: dict[str, float | None]
+    """Phase lengths from :mod:`benchmarks.phases` (empty if it did not report)."""
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
@@ -39,14 +45,22 @@ class Measured:
 
 
 def pytest_argv(*args: str) -> list[str]:
-    """This interpreter's pytest (the one with pytest-wfbench installed)."""
-    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    """This interpreter's pytest (the one with pytest-wfbench installed), with
+    the phase-timing plugin."""
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+            "-p", "benchmarks.phases", *args]
 
 
 def run_measured(argv: Sequence[str], *, cwd: Path, log: Path) -> Measured:
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    marks_file = log.with_suffix(".phases.json")
+    marks_file.unlink(missing_ok=True)
+    env[phases_plugin.ENV_OUT] = str(marks_file)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
+        env[phases_plugin.ENV_T0] = repr(time.time())
         start = time.perf_counter()
         proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -57,6 +71,10 @@ def run_measured(argv: Sequence[str], *, cwd: Path, log: Path) -> Measured:
             proc.wait()
             raise
         wall = time.perf_counter() - start
+        end = time.time()
+    marks: dict[str, float] = {}
+    if marks_file.exists():
+        marks = json.loads(marks_file.read_text(encoding="utf-8"))
     proc.returncode = os.waitstatus_to_exitcode(status)
     return Measured(
         argv=tuple(argv),
@@ -66,4 +84,5 @@ def run_measured(argv: Sequence[str], *, cwd: Path, log: Path) -> Measured:
         cpu_sys_s=usage.ru_stime,
         max_rss_mib=usage.ru_maxrss / 1024,  # KiB on Linux
         log=log,
+        phases=phases_plugin.durations(marks, end) if marks else {},
     )

@@ -8,12 +8,14 @@ and all must agree on the same items in the same order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from pytest_wfbench.agents import PRESETS
 from pytest_wfbench.outcomes import CellUnresolved
 from pytest_wfbench.row import Row
-from pytest_wfbench.tasks import BUILTIN_ARMS, ArmDefinition, Task, TaskFile, TaskFileError
+from pytest_wfbench.tasks import ArmDefinition, Task, TaskFile, TaskFileError
 
+KNOWN_ARMS = ("gold", "noop", *PRESETS)
 BUILTIN_ARM_DEFINITIONS = {
     "gold": ArmDefinition("gold", "gold", description="applies the task's gold patch"),
     "noop": ArmDefinition("noop", "noop", description="changes nothing"),
@@ -31,21 +33,39 @@ class Cell:
     def cell_id(self) -> str:
         return f"{self.task.id}-{self.arm.name}-r{self.run}"
 
-    def skip_reason(self, include_expensive: bool) -> str | None:
-        """Why this cell cannot run in this sweep, or None when it can."""
+    def skip_reason(self, include_expensive: bool,
+                    unavailable: dict[str, str | None]) -> str | None:
+        """Why this cell cannot run in this sweep, or None when it can.
+        ``unavailable`` maps an agent kind to why it cannot run here."""
         if self.task.expensive and not include_expensive:
             return "expensive task: pass --wfbench-include-expensive to run it"
         if self.arm.kind == "gold" and self.task.gold is None:
             return f"task {self.task.id!r} has no gold patch"
+        reason = unavailable.get(self.arm.kind)
+        if self.arm.is_agent and reason:
+            return f"arm {self.arm.name!r} cannot run here: {reason}"
         return None
+
+
+def definitions(task_file: TaskFile) -> dict[str, ArmDefinition]:
+    """Every arm a task file can use: built in, presets, then its own (which win)."""
+    found = BUILTIN_ARM_DEFINITIONS | PRESETS | task_file.arm_definitions
+    if task_file.skills is None:
+        return found
+    # Agent arms without a skills folder of their own use the file's.
+    return {name: replace(arm, skills=task_file.skills)
+            if arm.is_agent and arm.skills is None and not arm.plugin
+            and any(p.skill for p in arm.phases) else arm
+            for name, arm in found.items()}
 
 
 def arm_names(task_file: TaskFile, selected: Sequence[str] | None) -> list[str]:
     """The arms to run for one task file: the command line's choice, else the file's."""
     names = list(selected) if selected else list(task_file.arms)
+    known = definitions(task_file)
     for name in names:
-        if name not in BUILTIN_ARMS and name not in task_file.arm_definitions:
-            defined = ", ".join([*BUILTIN_ARMS, *task_file.arm_definitions])
+        if name not in known:
+            defined = ", ".join(known)
             raise TaskFileError(
                 task_file.path, None,
                 f"arm {name!r} from --wfbench-arms is not defined here (known: {defined})",
@@ -56,10 +76,10 @@ def arm_names(task_file: TaskFile, selected: Sequence[str] | None) -> list[str]:
 
 def expand(task_file: TaskFile, arms: Sequence[str] | None, runs: int) -> list[Cell]:
     """Every cell of a task file, task-major, in file order."""
-    definitions = BUILTIN_ARM_DEFINITIONS | task_file.arm_definitions
+    known = definitions(task_file)
     names = arm_names(task_file, arms)
     return [
-        Cell(task=task, arm=definitions[name], run=run, suite=task_file.name)
+        Cell(task=task, arm=known[name], run=run, suite=task_file.name)
         for task in task_file.tasks
         for name in names
         for run in range(1, runs + 1)

@@ -9,6 +9,8 @@ to a private object directory so the template stays untouched.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +26,10 @@ class Churn:
     patch: bytes
 
 
-def diff_against_base(template: Template, workspace: Path, scratch: Path) -> Churn:
+@contextmanager
+def _staged(template: Template, workspace: Path, scratch: Path,
+            exclude: Sequence[str]) -> Iterator[dict[str, str]]:
+    """A private index holding the work tree as it is now; yields git's env."""
     objects = scratch / "evidence-objects"
     objects.mkdir(parents=True, exist_ok=True)
     env = {
@@ -36,14 +41,21 @@ def diff_against_base(template: Template, workspace: Path, scratch: Path) -> Chu
     }
     try:
         run_git(["read-tree", template.sanitized_sha], env=env)
-        run_git(["add", "--all", "--", "."], env=env)
-        numstat = run_git(["diff", "--cached", "--numstat", "--no-renames",
-                           template.sanitized_sha], env=env).stdout.decode()
-        patch = run_git(["diff", "--cached", "--binary", "--no-renames",
-                         template.sanitized_sha], env=env).stdout
+        run_git(["add", "--all", "--", ".", *(f":(exclude){path}" for path in exclude)],
+                env=env)
+        yield env
     finally:
         shutil.rmtree(objects, ignore_errors=True)
         (scratch / "evidence-index").unlink(missing_ok=True)
+
+
+def diff_against_base(template: Template, workspace: Path, scratch: Path,
+                      exclude: Sequence[str] = ()) -> Churn:
+    with _staged(template, workspace, scratch, exclude) as env:
+        base = template.sanitized_sha
+        numstat = run_git(["diff", "--cached", "--numstat", "--no-renames", base],
+                          env=env).stdout.decode()
+        patch = run_git(["diff", "--cached", "--binary", "--no-renames", base], env=env).stdout
     files = insertions = deletions = 0
     for line in numstat.splitlines():
         added, removed, _ = line.split("\t", 2)
@@ -51,3 +63,19 @@ def diff_against_base(template: Template, workspace: Path, scratch: Path) -> Chu
         insertions += int(added) if added != "-" else 0
         deletions += int(removed) if removed != "-" else 0
     return Churn(files=files, insertions=insertions, deletions=deletions, patch=patch)
+
+
+def workspace_changes(template: Template, workspace: Path, scratch: Path,
+                      exclude: Sequence[str] = ()) -> dict[str, str]:
+    """Every path that differs from the base, with its status and new blob id:
+    comparing two of these tells what one phase changed."""
+    with _staged(template, workspace, scratch, exclude) as env:
+        raw = run_git(["diff", "--cached", "--raw", "--no-abbrev", "--no-renames", "-z",
+                       template.sanitized_sha], env=env).stdout.decode("utf-8", "replace")
+    fields = raw.split("\0")
+    changes: dict[str, str] = {}
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        if meta.startswith(":"):
+            _, _, _, new_blob, status = meta[1:].split(" ")
+            changes[path] = f"{status} {new_blob}"
+    return changes

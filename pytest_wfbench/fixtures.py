@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_wfbench.agents.phases import AgentCell, run_agent_arm, token_totals
 from pytest_wfbench.cells import Cell
 from pytest_wfbench.clone import make_clone
 from pytest_wfbench.evidence import diff_against_base
@@ -27,6 +28,7 @@ from pytest_wfbench.outcomes import CellFailure
 from pytest_wfbench.row import CellRecord, Row
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.session import SessionResult, run_session
+from pytest_wfbench.skills import SKILLS_DIR, install_skills
 from pytest_wfbench.sweep import Sweep
 from pytest_wfbench.template import Template, TemplateError
 from pytest_wfbench.verify import VerifyResult, run_verify
@@ -106,6 +108,11 @@ def wfbench_clone(
         workspace = make_clone(wfbench_template, root)
         home = root / "home"
         home.mkdir()
+        if wfbench_cell.arm.skills is not None:
+            wfbench_record.skills_fingerprint = install_skills(wfbench_cell.arm.skills,
+                                                               workspace)
+        if wfbench_cell.arm.plugin and wfbench_sweep.plugin is not None:
+            wfbench_record.plugin = wfbench_sweep.plugin.to_json()
     yield CellPaths(root=root, workspace=workspace, home=home)
     if not wfbench_sweep.options.keep_workspaces:
         with stage(wfbench_record, "cleanup", "cleanup-failure"):
@@ -143,20 +150,50 @@ def wfbench_setup(
 @pytest.fixture
 def wfbench_session(
     wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_record: CellRecord,
-    wfbench_setup: CellPaths, wfbench_sandbox: Sandbox,
+    wfbench_template: Template, wfbench_setup: CellPaths, wfbench_sandbox: Sandbox,
 ) -> SessionResult:
     """The arm's session(s); on return every process of the arm has exited."""
-    with stage(wfbench_record, "session", "session-error"):
-        result = run_session(wfbench_cell, wfbench_sandbox, wfbench_setup.workspace,
-                             wfbench_setup.home,
-                             admitted_chars=wfbench_sweep.options.admitted_output_chars)
-    record = wfbench_record
-    record.session_completed = True
+    cell, sweep, record = wfbench_cell, wfbench_sweep, wfbench_record
+    result = SessionResult()
+    try:
+        with stage(record, "session", "session-error"):
+            if cell.arm.is_agent:
+                record.model = sweep.agent_settings.model
+                record.effort = sweep.agent_settings.effort
+                agent = AgentCell(
+                    settings=sweep.agent_settings, plugin=sweep.plugin,
+                    template=wfbench_template, scratch=wfbench_setup.root, store=sweep.store,
+                    skills_fingerprint=record.skills_fingerprint)
+                run_agent_arm(cell, wfbench_sandbox, wfbench_setup.workspace,
+                              wfbench_setup.home, result, agent)
+            else:
+                run_session(cell, wfbench_sandbox, wfbench_setup.workspace, wfbench_setup.home,
+                            result, admitted_chars=sweep.options.admitted_output_chars)
+        record.session_completed = True
+    finally:
+        _record_session(record, result)
+    return result
+
+
+def _record_session(record: CellRecord, result: SessionResult) -> None:
+    """What the arm spent, even when it failed half-way."""
     record.session_duration_s = result.duration_s
     record.tool_calls = result.tool_calls
     record.estimated_tokens = result.estimated_tokens
     record.steps = result.steps
-    return result
+    record.num_turns = result.num_turns
+    record.session_ids = list(result.session_ids)
+    record.phases = result.phases
+    record.main_usage = result.main_usage
+    record.model_usage = result.model_usage
+    record.artifacts.extend(result.artifacts)
+    if record.phases:
+        record.cost_usd = result.cost_usd
+        totals = token_totals(result)
+        record.input_tokens = totals["input_tokens"]
+        record.cache_creation_input_tokens = totals["cache_creation_input_tokens"]
+        record.cache_read_input_tokens = totals["cache_read_input_tokens"]
+        record.output_tokens = totals["output_tokens"]
 
 
 @pytest.fixture
@@ -191,17 +228,24 @@ def wfbench_oracle(
 @pytest.fixture
 def wfbench_evidence(
     wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_record: CellRecord,
-    wfbench_template: Template, wfbench_setup: CellPaths, wfbench_oracle: OracleResult,
+    wfbench_template: Template, wfbench_setup: CellPaths, wfbench_session: SessionResult,
+    wfbench_oracle: OracleResult,
 ) -> CellRecord:
-    """Churn against the sanitized base, and the final patch as an artifact."""
-    with stage(wfbench_record, "evidence", "evidence-unverified"):
-        churn = diff_against_base(wfbench_template, wfbench_setup.workspace, wfbench_setup.root)
+    """Churn against the sanitized base, the final patch as an artifact, and the
+    arm's own evidence checks (an evidence failure makes the cell an error)."""
+    record = wfbench_record
+    exclude = (SKILLS_DIR,) if record.skills_fingerprint is not None else ()
+    with stage(record, "evidence", "evidence-unverified"):
+        churn = diff_against_base(wfbench_template, wfbench_setup.workspace, wfbench_setup.root,
+                                  exclude)
         name = wfbench_sweep.store.write_artifact(f"{wfbench_cell.cell_id}.patch", churn.patch)
-    wfbench_record.diff_files = churn.files
-    wfbench_record.diff_insertions = churn.insertions
-    wfbench_record.diff_deletions = churn.deletions
-    wfbench_record.artifacts.append(name)
-    return wfbench_record
+        record.diff_files = churn.files
+        record.diff_insertions = churn.insertions
+        record.diff_deletions = churn.deletions
+        record.artifacts.append(name)
+        if wfbench_session.evidence_failure is not None:
+            raise CellFailure(*wfbench_session.evidence_failure)
+    return record
 
 
 @pytest.fixture

@@ -25,8 +25,8 @@ from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, make_sandbox, preflight
 from pytest_wfbench.session import DEFAULT_ADMITTED_OUTPUT_CHARS
 from pytest_wfbench.store import REPORT, read_rows
-from pytest_wfbench.sweep import Sweep, SweepIdentity, SweepOptions
-from pytest_wfbench.tasks import TaskFileError
+from pytest_wfbench.sweep import AgentArmError, Sweep, SweepIdentity, SweepOptions
+from pytest_wfbench.tasks import DEFAULT_TIMEOUT_S, TaskFileError
 
 TASKS_HELP = "task file (YAML) to run as a sweep of cells; repeatable"
 ARMS_HELP = "comma-separated arms to run (default: each task file's 'arms')"
@@ -40,6 +40,15 @@ ADMITTED_HELP = (f"characters of a step's output an agent is taken to read (defa
                  f"{DEFAULT_ADMITTED_OUTPUT_CHARS})")
 KEEP_HELP = "keep each cell's workspace and the sweep's work dir for inspection"
 SECRET_ENV_HELP = "name of an environment variable whose value must be redacted; repeatable"
+MODEL_HELP = "model for agent arms (required when one is selected; recorded in every row)"
+EFFORT_HELP = "effort for agent sessions (the CLI's --effort: low, medium, high, xhigh, max)"
+TIMEOUT_HELP = (f"per-session timeout in seconds for tasks without 'timeout' "
+                f"(default {DEFAULT_TIMEOUT_S:g})")
+BASE_URL_HELP = "point agent sessions at this Anthropic-compatible endpoint"
+CLAUDE_HELP = ("the Claude Code CLI (default: .tools/claude-code, which make test installs, "
+               "then PATH)")
+PLUGIN_DIR_HELP = "the external plugin's directory for plugin arms (ce_workflow, ...)"
+PLUGIN_VERSION_HELP = "the external plugin's exact version (checked against its plugin.json)"
 
 SUMMARY_KEY = pytest.StashKey[Summary]()
 SELECTED_KEY = pytest.StashKey[dict[str, str]]()
@@ -64,7 +73,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=KEEP_HELP)
     group.addoption("--wfbench-secret-env", action="append", default=[], metavar="NAME",
                     help=SECRET_ENV_HELP)
+    group.addoption("--wfbench-model", metavar="MODEL", help=MODEL_HELP)
+    group.addoption("--wfbench-effort", metavar="LEVEL", help=EFFORT_HELP)
+    group.addoption("--wfbench-timeout", metavar="SECONDS", help=TIMEOUT_HELP)
+    group.addoption("--wfbench-base-url", metavar="URL", help=BASE_URL_HELP)
+    group.addoption("--wfbench-claude", metavar="PATH", help=CLAUDE_HELP)
+    group.addoption("--wfbench-plugin-dir", metavar="DIR", help=PLUGIN_DIR_HELP)
+    group.addoption("--wfbench-plugin-version", metavar="VERSION", help=PLUGIN_VERSION_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
+    parser.addini("wfbench_model", MODEL_HELP)
+    parser.addini("wfbench_effort", EFFORT_HELP)
+    parser.addini("wfbench_timeout", TIMEOUT_HELP)
+    parser.addini("wfbench_base_url", BASE_URL_HELP)
     parser.addini("wfbench_runs", RUNS_HELP)
     parser.addini("wfbench_out", OUT_HELP)
     parser.addini("wfbench_include_expensive", EXPENSIVE_HELP, type="bool", default=False)
@@ -111,6 +131,14 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         keep_workspaces=bool(config.getoption("wfbench_keep_workspaces")),
         secret_env=(*config.getoption("wfbench_secret_env"),
                     *config.getini("wfbench_secret_env")),
+        model=_setting(config, "model"),
+        effort=_setting(config, "effort"),
+        default_timeout_s=float(_positive_int(config, "timeout", int(DEFAULT_TIMEOUT_S))),
+        base_url=_setting(config, "base_url"),
+        claude=config.getoption("wfbench_claude"),
+        plugin_dir=config.getoption("wfbench_plugin_dir"),
+        plugin_version=config.getoption("wfbench_plugin_version"),
+        rootdir=config.rootpath,
     )
 
 
@@ -138,7 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
             identity = SweepIdentity.new(probe.suite_name, options.out_dir,
                                          config.rootpath / "reports")
             sweep = Sweep(options, identity, worker="main")
-    except TaskFileError as error:
+    except (TaskFileError, AgentArmError) as error:
         raise pytest.UsageError(f"wfbench: {error}") from error
     sweep.start()
     if is_controller(config):
@@ -197,9 +225,15 @@ class SweepHooks:
 
     @pytest.hookimpl
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        total = sum(len(c) for c in self.sweep.cells.values())
-        return [f"wfbench {__version__}: sweep {self.sweep.sweep_id}, {total} cells, "
-                f"sandbox {self.sweep.sandbox_backend}, out {self.sweep.identity.out_dir}"]
+        sweep = self.sweep
+        total = sum(len(c) for c in sweep.cells.values())
+        lines = [f"wfbench {__version__}: sweep {sweep.sweep_id}, {total} cells, "
+                 f"sandbox {sweep.sandbox_backend}, out {sweep.identity.out_dir}"]
+        if sweep.unavailable:
+            lines.append(f"wfbench agents: model {sweep.agent_settings.model}, effort "
+                         f"{sweep.agent_settings.effort or 'default'}, CLI "
+                         f"{sweep.agent_settings.cli or 'not found'}")
+        return lines
 
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> Any:
@@ -212,11 +246,10 @@ class SweepHooks:
         if metafunc.function is not cells.test_cell:
             return
         path = metafunc.definition.path.resolve()
-        include_expensive = self.sweep.options.include_expensive
         params = []
         for cell in self.sweep.cells.get(path, []):
             marks: list[Any] = []
-            reason = cell.skip_reason(include_expensive)
+            reason = self.sweep.skip_reason(cell)
             if reason:
                 marks.append(pytest.mark.skip(reason=reason))
             elif cell.arm.kind == "noop":

@@ -64,6 +64,14 @@ class Row:
     sandbox_backend: str
     model: str | None
     effort: str | None
+    phases: list[dict[str, Any]]
+    main_usage: dict[str, int]
+    """The CLI's ``usage`` (main loop only), summed over phases."""
+    model_usage: dict[str, dict[str, Any]]
+    """The CLI's ``modelUsage`` (every model), summed over phases; the token fields
+    above are its totals."""
+    plugin: dict[str, str] | None
+    skills_fingerprint: str | None
     reused: bool
     worker: str
     recorded_at: str
@@ -129,6 +137,13 @@ class CellRecord:
     diff_insertions: int | None = None
     diff_deletions: int | None = None
     artifacts: list[str] = field(default_factory=list)
+    model: str | None = None
+    effort: str | None = None
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    main_usage: dict[str, int] = field(default_factory=dict)
+    model_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    plugin: dict[str, str] | None = None
+    skills_fingerprint: str | None = None
     row: Row | None = None
 
     def fail(self, kind: str, detail: str) -> None:
@@ -196,6 +211,9 @@ def make_row(
         sanitized_sha=record.sanitized_sha,
         task_prompt_digest=hashlib.sha256(task.prompt.encode()).hexdigest(),
         oracle_digest=record.oracle_digest, harness_version=__version__,
-        sandbox_backend=sandbox_backend, model=None, effort=None, reused=False, worker=worker,
+        sandbox_backend=sandbox_backend, model=record.model, effort=record.effort,
+        phases=list(record.phases), main_usage=dict(record.main_usage),
+        model_usage=dict(record.model_usage), plugin=record.plugin,
+        skills_fingerprint=record.skills_fingerprint, reused=False, worker=worker,
         recorded_at=utc_now(),
     )

@@ -22,12 +22,23 @@ DEFAULT_ADMITTED_OUTPUT_CHARS = 20_000
 
 @dataclass
 class SessionResult:
-    """What the arm did, as the row reports it."""
+    """What the arm did, as the row reports it. Filled as the arm runs, so a
+    session that fails half-way still reports what it spent."""
 
     duration_s: float = 0.0
-    tool_calls: int = 0
-    estimated_tokens: int = 0
+    tool_calls: int | None = None
+    estimated_tokens: int | None = 0
     steps: list[dict[str, Any]] = field(default_factory=list)
+    num_turns: int | None = None
+    session_ids: list[str] = field(default_factory=list)
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    main_usage: dict[str, int] = field(default_factory=dict)
+    model_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cost_usd: float | None = None
+    artifacts: list[str] = field(default_factory=list)
+    evidence_failure: tuple[str, str] | None = None
+    """An evidence failure of the arm's own checks (SPEC §4), raised by the
+    evidence stage after verify and the oracle have run."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -58,12 +69,15 @@ def run_script_step(
 
 
 def run_session(
-    cell: Cell, sandbox: Sandbox, workspace: Path, home: Path, *, admitted_chars: int
-) -> SessionResult:
-    """Run the cell's arm to completion; raise CellFailure when it cannot complete."""
+    cell: Cell, sandbox: Sandbox, workspace: Path, home: Path, result: SessionResult, *,
+    admitted_chars: int,
+) -> None:
+    """Run a scripted arm to completion into ``result``; raise CellFailure when it
+    cannot complete."""
     kind = cell.arm.kind
     started = time.monotonic()
-    result = SessionResult()
+    if kind == "script":
+        result.tool_calls = 0
     if kind == "noop":
         pass
     elif kind == "gold":
@@ -83,8 +97,8 @@ def run_session(
             step = run_script_step(sandbox, command, index=index, workspace=workspace,
                                    home=home, timeout_s=remaining, admitted_chars=admitted_chars)
             result.steps.append(step)
-            result.tool_calls += 1
-            result.estimated_tokens += step["estimated_tokens"]
+            result.tool_calls = (result.tool_calls or 0) + 1
+            result.estimated_tokens = (result.estimated_tokens or 0) + step["estimated_tokens"]
             if step["timed_out"]:
                 raise CellFailure("session-error",
                                   f"timed out after {cell.task.timeout_s:g}s in step {index}: "
@@ -92,4 +106,3 @@ def run_session(
     else:
         raise CellFailure("infra-error", f"arm kind {kind!r} cannot run in this harness")
     result.duration_s = time.monotonic() - started
-    return result

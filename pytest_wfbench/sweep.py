@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_wfbench import __version__
-from pytest_wfbench.cells import Cell, expand
+from pytest_wfbench.agents import AgentSettings, PluginDir, PluginError, adapter_for, load_plugin
+from pytest_wfbench.agents.claude import api_key_from_environment, find_cli
+from pytest_wfbench.cells import KNOWN_ARMS, Cell, expand
 from pytest_wfbench.oracle import OracleSnapshot
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.row import CellRecord, Row, make_row
 from pytest_wfbench.sandbox import Sandbox, SandboxPolicy, make_sandbox
 from pytest_wfbench.store import ResultsStore
-from pytest_wfbench.tasks import TaskFile, load_task_files
+from pytest_wfbench.tasks import DEFAULT_TIMEOUT_S, ArmDefinition, TaskFile, load_task_files
 from pytest_wfbench.template import TemplateCache
 
 
@@ -35,6 +37,14 @@ class SweepOptions:
     admitted_output_chars: int
     keep_workspaces: bool
     secret_env: tuple[str, ...]
+    model: str | None = None
+    effort: str | None = None
+    default_timeout_s: float = DEFAULT_TIMEOUT_S
+    base_url: str | None = None
+    claude: str | None = None
+    plugin_dir: str | None = None
+    plugin_version: str | None = None
+    rootdir: Path = Path(".")
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,10 @@ class SweepIdentity:
         return cls(sweep_id, out.resolve(), work)
 
 
+class AgentArmError(Exception):
+    """Selected agent arms cannot run as configured; a usage error."""
+
+
 class Sweep:
     """Loaded task files, expanded cells, and the services every cell uses."""
 
@@ -69,7 +83,9 @@ class Sweep:
         self.options = options
         self.identity = identity
         self.worker = worker
-        self.task_files: list[TaskFile] = load_task_files(options.task_paths)
+        self.task_files: list[TaskFile] = load_task_files(
+            options.task_paths, default_timeout_s=options.default_timeout_s,
+            known_arms=KNOWN_ARMS)
         self.cells: dict[Path, list[Cell]] = {
             task_file.path: expand(task_file, options.arms, options.runs)
             for task_file in self.task_files
@@ -80,6 +96,45 @@ class Sweep:
         self.store = ResultsStore(identity.out_dir, self.redactor)
         self._sandbox: Sandbox | None = None
         self._templates: TemplateCache | None = None
+        self.agent_settings = AgentSettings(
+            model=options.model, effort=options.effort, api_key=api_key_from_environment(),
+            base_url=options.base_url, cli=find_cli(options.claude, options.rootdir))
+        agent_arms = [cell.arm for cs in self.cells.values() for cell in cs if cell.arm.is_agent]
+        self.unavailable: dict[str, str | None] = {
+            kind: adapter_for(kind).unavailable(self.agent_settings)
+            for kind in {arm.kind for arm in agent_arms}}
+        self.plugin = self._check_agent_arms(agent_arms)
+
+    def _check_agent_arms(self, arms: list[ArmDefinition]) -> PluginDir | None:
+        """Agent arms need a model, their skills, and a pinned plugin: checked
+        before any cell runs (a usage error otherwise)."""
+        if not arms:
+            return None
+        names = sorted({arm.name for arm in arms})
+        if not self.options.model:
+            raise AgentArmError(f"agent arms {names} need --wfbench-model (recorded in every "
+                                "row)")
+        for arm in arms:
+            for phase in arm.phases:
+                if arm.plugin or phase.skill is None:
+                    continue
+                if arm.skills is None:
+                    raise AgentArmError(
+                        f"arm {arm.name!r} must invoke the {phase.skill!r} skill, but no skills "
+                        "folder is given: add 'skills: <folder>' to the task file or the arm")
+                if not (arm.skills / phase.skill / "SKILL.md").is_file():
+                    raise AgentArmError(f"arm {arm.name!r}: {arm.skills / phase.skill}/SKILL.md "
+                                        "does not exist")
+        if any(arm.plugin for arm in arms):
+            try:
+                return load_plugin(self.options.plugin_dir, self.options.plugin_version)
+            except PluginError as error:
+                plugin_arms = sorted({arm.name for arm in arms if arm.plugin})
+                raise AgentArmError(f"arms {plugin_arms}: {error}") from error
+        return None
+
+    def skip_reason(self, cell: Cell) -> str | None:
+        return cell.skip_reason(self.options.include_expensive, self.unavailable)
 
     @property
     def suite_name(self) -> str:

@@ -7,6 +7,7 @@ any cell runs.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -23,9 +24,11 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_TIMEOUT_S = 1800.0
 BUILTIN_ARMS = ("gold", "noop")
 # Arm kinds a task file may declare under arm_definitions.
-ARM_KINDS = ("script",)
+ARM_KINDS = ("script", "claude")
+PHASE_ROLES = ("session", "plan", "work")
+DEFAULT_ALLOWED_TOOLS = ("Bash", "Edit", "Write", "Read", "Glob", "Grep", "Skill")
 
-TOP_KEYS = {"version", "name", "repo", "arms", "arm_definitions", "tasks", "sandbox"}
+TOP_KEYS = {"version", "name", "repo", "arms", "arm_definitions", "tasks", "sandbox", "skills"}
 TASK_KEYS = {
     "id", "class", "repo", "ref", "prompt", "setup", "prepare", "verify", "oracle",
     "gold", "timeout", "expensive", "sandbox",
@@ -33,6 +36,9 @@ TASK_KEYS = {
 ORACLE_KEYS = {"command", "files", "hidden_paths"}
 SANDBOX_KEYS = {"read_only", "env"}
 SCRIPT_ARM_KEYS = {"agent", "steps", "description"}
+AGENT_ARM_KEYS = {"agent", "description", "phases", "skills", "plugin", "minimal"}
+PHASE_KEYS = {"name", "prompt", "skill", "role", "allowed_tools", "disallowed_tools",
+              "mcp_servers", "plugin_dirs"}
 
 
 class TaskFileError(Exception):
@@ -104,11 +110,41 @@ class Task:
 
 
 @dataclass(frozen=True)
+class PhaseSpec:
+    """One agent session of an arm (SPEC §4)."""
+
+    name: str
+    prompt: str
+    """A template: ``{task}`` is the task's prompt, ``{plan}`` the plan document's path."""
+    role: str = "session"
+    """``plan``: may only add one new plan document; ``work``: must change the
+    workspace; ``session``: no check of its own."""
+    skill: str | None = None
+    """The skill the phase must invoke (its name as the Skill tool takes it)."""
+    allowed_tools: tuple[str, ...] = DEFAULT_ALLOWED_TOOLS
+    disallowed_tools: tuple[str, ...] = ()
+    mcp_servers: tuple[tuple[str, str], ...] = ()
+    """Server name -> its JSON configuration (strict MCP config always)."""
+    plugin_dirs: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
 class ArmDefinition:
     name: str
     kind: str
     steps: tuple[str, ...] = ()
     description: str = ""
+    phases: tuple[PhaseSpec, ...] = ()
+    skills: Path | None = None
+    """A folder of skills under test, copied into the clone's ``.claude/skills/``."""
+    plugin: bool = False
+    """Uses the external plugin given by --wfbench-plugin-dir / --wfbench-plugin-version."""
+    minimal: bool = False
+    """The CLI's minimal mode (``--bare``): no skills, plugins or MCP servers."""
+
+    @property
+    def is_agent(self) -> bool:
+        return bool(self.phases)
 
 
 @dataclass(frozen=True)
@@ -118,6 +154,7 @@ class TaskFile:
     arms: tuple[str, ...]
     arm_definitions: dict[str, ArmDefinition] = field(default_factory=dict)
     tasks: tuple[Task, ...] = ()
+    skills: Path | None = None
 
 
 def _looks_like_url(location: str) -> bool:
@@ -293,7 +330,8 @@ def _repo(value: str, base: Path, reader: _Reader, key: str) -> RepoSpec:
 
 
 def _task(
-    path: Path, node: _Node, default_repo: RepoSpec | None, file_sandbox: SandboxSpec
+    path: Path, node: _Node, default_repo: RepoSpec | None, file_sandbox: SandboxSpec,
+    default_timeout_s: float,
 ) -> Task:
     base = path.parent
     task_id_node = node.value.get("id") if isinstance(node.value, dict) else None
@@ -351,7 +389,7 @@ def _task(
             command=oracle_reader.required_string("command"), files=files, hidden_paths=hidden
         ),
         gold=gold,
-        timeout_s=reader.number("timeout", DEFAULT_TIMEOUT_S),
+        timeout_s=reader.number("timeout", default_timeout_s),
         expensive=reader.boolean("expensive", False),
         sandbox=file_sandbox.merged(_sandbox(reader.mapping("sandbox"))),
         source=path,
@@ -359,7 +397,62 @@ def _task(
     )
 
 
-def _arm_definitions(reader: _Reader | None) -> dict[str, ArmDefinition]:
+def _phase(reader: _Reader, base: Path) -> PhaseSpec:
+    reader.check_keys(PHASE_KEYS)
+    role = reader.string("role", default="session") or "session"
+    if role not in PHASE_ROLES:
+        reader.fail(reader.line_of("role"), f"unknown role {role!r} (known: "
+                    f"{', '.join(PHASE_ROLES)})", field=reader.name("role"))
+    servers = reader.mapping("mcp_servers")
+    mcp: list[tuple[str, str]] = []
+    if servers is not None:
+        for server, node in servers.values.items():
+            if not isinstance(node.value, dict):
+                servers.fail(node.line, "expected a mapping (the server's configuration)",
+                             field=servers.name(server))
+            mcp.append((server, json.dumps(_plain(node), sort_keys=True, default=str)))
+    plugin_dirs = tuple(
+        _inside_folder(Path(value), base, reader, "plugin_dirs", line)
+        for value, line in reader.string_list("plugin_dirs")
+    )
+    allowed = tuple(value for value, _ in reader.string_list("allowed_tools"))
+    name = reader.required_string("name")
+    if not ARM_NAME_RE.match(name):
+        reader.fail(reader.line_of("name"), f"{name!r} is not a valid phase name (use "
+                    "[a-z0-9][a-z0-9._-]*)", field=reader.name("name"))
+    return PhaseSpec(
+        name=name,
+        prompt=reader.required_string("prompt"),
+        role=role,
+        skill=reader.string("skill"),
+        allowed_tools=allowed or DEFAULT_ALLOWED_TOOLS,
+        disallowed_tools=tuple(value for value, _ in reader.string_list("disallowed_tools")),
+        mcp_servers=tuple(mcp),
+        plugin_dirs=plugin_dirs,
+    )
+
+
+def _plain(node: _Node) -> Any:
+    """A parsed node back to plain Python data (for JSON configuration)."""
+    if isinstance(node.value, dict):
+        return {key: _plain(value) for key, value in node.value.items()}
+    if isinstance(node.value, list):
+        return [_plain(item) for item in node.value]
+    return node.value
+
+
+def _skills_folder(reader: _Reader, base: Path) -> Path | None:
+    value = reader.string("skills")
+    if value is None:
+        return None
+    folder = _inside_folder(Path(value), base, reader, "skills", reader.line_of("skills"))
+    if not folder.is_dir():
+        reader.fail(reader.line_of("skills"), f"{folder} is not a folder",
+                    field=reader.name("skills"))
+    return folder
+
+
+def _arm_definitions(reader: _Reader | None, base: Path) -> dict[str, ArmDefinition]:
     if reader is None:
         return {}
     arms: dict[str, ArmDefinition] = {}
@@ -378,19 +471,51 @@ def _arm_definitions(reader: _Reader | None) -> dict[str, ArmDefinition]:
                 f"unknown agent {kind!r} (known: {', '.join(ARM_KINDS)})",
                 field=arm.name("agent"),
             )
-        arm.check_keys(SCRIPT_ARM_KEYS)
-        steps = tuple(value for value, _ in arm.string_list("steps"))
-        if not steps:
-            arm.fail(arm.line_of("steps"), "a script arm needs at least one step",
-                     field=arm.name("steps"))
+        if kind == "script":
+            arm.check_keys(SCRIPT_ARM_KEYS)
+            steps = tuple(value for value, _ in arm.string_list("steps"))
+            if not steps:
+                arm.fail(arm.line_of("steps"), "a script arm needs at least one step",
+                         field=arm.name("steps"))
+            arms[name] = ArmDefinition(
+                name=name, kind=kind, steps=steps, description=arm.string("description") or ""
+            )
+            continue
+        arm.check_keys(AGENT_ARM_KEYS)
+        node = arm.values.get("phases")
+        if node is None or not isinstance(node.value, list) or not node.value:
+            arm.fail(arm.line_of("phases"), "an agent arm needs a list of phases",
+                     field=arm.name("phases"))
+            raise AssertionError  # unreachable: fail() raises
+        phases = tuple(
+            _phase(_Reader(arm.path, item, task=None, prefix=f"{arm.name('phases')}[{i}]."),
+                   base)
+            for i, item in enumerate(node.value)
+        )
+        names = [phase.name for phase in phases]
+        if len(set(names)) != len(names):
+            arm.fail(arm.line_of("phases"), f"phase names must be unique, got {names}",
+                     field=arm.name("phases"))
+        minimal = arm.boolean("minimal", False)
+        if minimal and any(p.skill or p.mcp_servers or p.plugin_dirs for p in phases):
+            arm.fail(arm.line_of("minimal"), "minimal mode has no skills, MCP servers or "
+                     "plugins, but a phase asks for one", field=arm.name("minimal"))
         arms[name] = ArmDefinition(
-            name=name, kind=kind, steps=steps, description=arm.string("description") or ""
+            name=name, kind=kind, description=arm.string("description") or "", phases=phases,
+            skills=_skills_folder(arm, base), plugin=arm.boolean("plugin", False),
+            minimal=minimal,
         )
     return arms
 
 
-def load_task_file(path: Path) -> TaskFile:
-    """Parse and validate one task file; raise :class:`TaskFileError` on any problem."""
+def load_task_file(
+    path: Path, *, default_timeout_s: float = DEFAULT_TIMEOUT_S,
+    known_arms: Sequence[str] = BUILTIN_ARMS,
+) -> TaskFile:
+    """Parse and validate one task file; raise :class:`TaskFileError` on any problem.
+
+    ``known_arms`` are the arms that exist without a definition in the file (the
+    built-in scripted arms and the agent presets)."""
     path = path.resolve()
     root = _compose(path)
     reader = _Reader(path, root, task=None, prefix="")
@@ -404,10 +529,10 @@ def load_task_file(path: Path) -> TaskFile:
     repo_value = reader.string("repo")
     default_repo = _repo(repo_value, path.parent, reader, "repo") if repo_value else None
     file_sandbox = _sandbox(reader.mapping("sandbox"))
-    arm_definitions = _arm_definitions(reader.mapping("arm_definitions"))
+    arm_definitions = _arm_definitions(reader.mapping("arm_definitions"), path.parent)
     arms = []
     for name, line in reader.string_list("arms"):
-        if name not in BUILTIN_ARMS and name not in arm_definitions:
+        if name not in known_arms and name not in arm_definitions:
             reader.fail(line, f"unknown arm {name!r}: not built in and not in arm_definitions",
                         field="arms")
         arms.append(name)
@@ -416,7 +541,7 @@ def load_task_file(path: Path) -> TaskFile:
     tasks: list[Task] = []
     seen: dict[str, int] = {}
     for node in reader.values["tasks"].value:
-        task = _task(path, node, default_repo, file_sandbox)
+        task = _task(path, node, default_repo, file_sandbox, default_timeout_s)
         if task.id in seen:
             raise TaskFileError(path, task.line,
                                 f"duplicate task id (first at line {seen[task.id]})",
@@ -431,12 +556,17 @@ def load_task_file(path: Path) -> TaskFile:
         arms=tuple(arms) or BUILTIN_ARMS,
         arm_definitions=arm_definitions,
         tasks=tuple(tasks),
+        skills=_skills_folder(reader, path.parent),
     )
 
 
-def load_task_files(paths: Sequence[Path]) -> list[TaskFile]:
+def load_task_files(
+    paths: Sequence[Path], *, default_timeout_s: float = DEFAULT_TIMEOUT_S,
+    known_arms: Sequence[str] = BUILTIN_ARMS,
+) -> list[TaskFile]:
     """Load several task files; task ids must be unique across all of them."""
-    files = [load_task_file(path) for path in paths]
+    files = [load_task_file(path, default_timeout_s=default_timeout_s, known_arms=known_arms)
+             for path in paths]
     owner: dict[str, Path] = {}
     for task_file in files:
         for task in task_file.tasks:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -143,3 +144,19 @@ def junit_cases(path: Path) -> dict[str, ET.Element]:
 
 def junit_properties(case: ET.Element) -> dict[str, str]:
     return {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+
+
+CLAUDE_CLI = Path(__file__).resolve().parent.parent / ".tools" / "claude-code" / "node_modules" \
+    / ".bin" / "claude"
+
+
+@pytest.fixture(scope="session")
+def claude_cli() -> Path:
+    """The pinned Claude Code CLI that `make test` installs. Tests that need it
+    fail without it (they must not skip silently in CI): run `make test`, or
+    deselect them with -m 'not cli'."""
+    path = Path(os.environ.get("WFBENCH_TEST_CLAUDE", CLAUDE_CLI))
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"the Claude Code CLI is not installed at {path}: `make test` installs it "
+                    "(or deselect these tests with -m 'not cli')")
+    return path

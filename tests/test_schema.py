@@ -14,7 +14,11 @@ import pytest
 import yaml
 
 from pytest_wfbench.tasks import (
+    AGENT_ARM_KEYS,
+    ARM_KINDS,
     ORACLE_KEYS,
+    PHASE_KEYS,
+    PHASE_ROLES,
     SANDBOX_KEYS,
     SCRIPT_ARM_KEYS,
     TASK_KEYS,
@@ -108,6 +112,24 @@ def _arm_without_steps(doc: Doc) -> None:
     doc["arm_definitions"] = {"my-arm": {"agent": "script"}}
 
 
+def _claude_arm(**phase: Any) -> Callable[[Doc], None]:
+    """An agent arm ``my-flow`` with one phase: name and prompt, plus ``phase``."""
+
+    def mutate(doc: Doc) -> None:
+        doc["arm_definitions"] = {
+            "my-flow": {
+                "agent": "claude",
+                "phases": [{"name": "work", "prompt": "{task}", **phase}],
+            }
+        }
+
+    return mutate
+
+
+def _agent_arm_without_phases(doc: Doc) -> None:
+    doc["arm_definitions"] = {"my-flow": {"agent": "claude", "description": "no phases"}}
+
+
 # (case id, mutation of the valid base document, field the loader must blame)
 INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
     ("unknown-top-level-key", _set_top("extra", 1), "extra"),
@@ -118,6 +140,9 @@ INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
     ("missing-oracle", _drop_task("oracle"), "oracle"),
     ("missing-verify", _drop_task("verify"), "verify"),
     ("script-arm-without-steps", _arm_without_steps, "arm_definitions.my-arm.steps"),
+    ("unknown-phase-key", _claude_arm(bogus="x"), "arm_definitions.my-flow.phases[0].bogus"),
+    ("unknown-phase-role", _claude_arm(role="review"), "arm_definitions.my-flow.phases[0].role"),
+    ("agent-arm-without-phases", _agent_arm_without_phases, "arm_definitions.my-flow.phases"),
     ("negative-timeout", _set_task("timeout", -5), "timeout"),
     ("relative-read-only", _set_task("sandbox", {"read_only": ["opt/tools"]}), "sandbox.read_only"),
 ]
@@ -190,6 +215,49 @@ def test_invalid_document_is_rejected_by_schema_and_loader(
     assert info.value.field == field, str(info.value)
 
 
+def test_claude_arm_is_valid_for_both(
+    tmp_path: Path, validator: jsonschema.Draft202012Validator
+) -> None:
+    for folder in ("skills", "my-skills", "plugins/x"):
+        (tmp_path / folder).mkdir(parents=True)
+    doc = _base()
+    doc["skills"] = "skills/"
+    doc["arms"] = ["my-flow"]
+    doc["arm_definitions"] = {
+        "my-flow": {
+            "agent": "claude",
+            "description": "plan, then work",
+            "skills": "my-skills/",
+            "plugin": False,
+            "minimal": False,
+            "phases": [
+                {
+                    "name": "plan",
+                    "prompt": "Plan this: {task}",
+                    "role": "plan",
+                    "skill": "plan",
+                    "allowed_tools": ["Bash", "Edit"],
+                    "disallowed_tools": ["Skill"],
+                    "mcp_servers": {"srv": {"command": "x", "args": []}},
+                    "plugin_dirs": ["plugins/x"],
+                },
+                {"name": "work", "prompt": "Follow {plan}."},
+            ],
+        }
+    }
+    path = _write(tmp_path, doc)
+    assert _schema_errors(validator, path) == []
+    loaded = load_task_file(path)
+    assert loaded.skills == tmp_path / "skills"
+    arm = loaded.arm_definitions["my-flow"]
+    assert (arm.kind, arm.is_agent, arm.skills) == ("claude", True, tmp_path / "my-skills")
+    plan, work = arm.phases
+    assert (plan.role, plan.skill, plan.allowed_tools) == ("plan", "plan", ("Bash", "Edit"))
+    assert plan.plugin_dirs == (tmp_path / "plugins" / "x",)
+    assert json.loads(dict(plan.mcp_servers)["srv"]) == {"command": "x", "args": []}
+    assert (work.role, work.skill, work.mcp_servers) == ("session", None, ())
+
+
 def _property_names(node: Doc) -> set[str]:
     return set(node["properties"])
 
@@ -201,9 +269,20 @@ def test_schema_keys_match_loader_keys(schema: Doc) -> None:
     assert _property_names(defs["oracle"]) == ORACLE_KEYS
     assert _property_names(defs["sandbox"]) == SANDBOX_KEYS
     assert _property_names(defs["scriptArm"]) == SCRIPT_ARM_KEYS
+    assert _property_names(defs["claudeArm"]) == AGENT_ARM_KEYS
+    assert _property_names(defs["phase"]) == PHASE_KEYS
     assert schema["properties"]["arm_definitions"]["additionalProperties"] == {
-        "$ref": "#/$defs/scriptArm"
+        "$ref": "#/$defs/armDefinition"
     }
+    assert schema["properties"]["skills"]["$ref"] == "#/$defs/nonEmptyString"
+    arm_refs = {ref["$ref"] for ref in defs["armDefinition"]["oneOf"]}
+    assert arm_refs == {"#/$defs/scriptArm", "#/$defs/claudeArm"}
+    assert (
+        defs["scriptArm"]["properties"]["agent"]["const"],
+        defs["claudeArm"]["properties"]["agent"]["const"],
+    ) == ARM_KINDS
+    assert tuple(defs["phase"]["properties"]["role"]["enum"]) == PHASE_ROLES
+    assert defs["claudeArm"]["properties"]["phases"]["items"] == {"$ref": "#/$defs/phase"}
     assert schema["properties"]["tasks"]["items"] == {"$ref": "#/$defs/task"}
     assert schema["properties"]["sandbox"]["$ref"] == "#/$defs/sandbox"
     assert defs["task"]["properties"]["oracle"]["$ref"] == "#/$defs/oracle"
@@ -212,7 +291,10 @@ def test_schema_keys_match_loader_keys(schema: Doc) -> None:
 
 def test_schema_rejects_unknown_keys_everywhere(schema: Doc) -> None:
     defs = schema["$defs"]
-    for node in (schema, defs["task"], defs["oracle"], defs["sandbox"], defs["scriptArm"]):
+    for node in (
+        schema, defs["task"], defs["oracle"], defs["sandbox"], defs["scriptArm"],
+        defs["claudeArm"], defs["phase"],
+    ):
         assert node["additionalProperties"] is False, node.get("title")
 
 

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import shutil
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import FakeAnthropic, Usage, disconnect, http_error, stall, tool_use, turn
-from .probe import DEFAULT_CLAUDE
 from .probe import main as probe_main
 
 MAIN_SYSTEM = [
@@ -201,19 +199,11 @@ def test_protocol_errors_are_recorded() -> None:
         FakeAnthropic([turn(tool_use("A", {}, id="t1")), turn(tool_use("B", {}, id="t1"))])
 
 
-def _claude() -> str | None:
-    path = os.environ.get("WFBENCH_CLAUDE", DEFAULT_CLAUDE)
-    return path if os.access(path, os.X_OK) else None
-
-
 @pytest.mark.cli
 @pytest.mark.parametrize("bwrap", [False, True], ids=["host", "bwrap"])
-def test_probe_real_cli(bwrap: bool, capsys: pytest.CaptureFixture[str]) -> None:
-    claude = _claude()
-    if claude is None:
-        pytest.skip("pinned Claude Code CLI not installed")
-    if bwrap and shutil.which("bwrap") is None:
-        pytest.skip("bwrap not installed")
-    rc = probe_main(["--claude", claude, *(["--bwrap"] if bwrap else [])])
+def test_probe_real_cli(
+    bwrap: bool, claude_cli: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = probe_main(["--claude", str(claude_cli), *(["--bwrap"] if bwrap else [])])
     out = capsys.readouterr().out
     assert rc == 0, out

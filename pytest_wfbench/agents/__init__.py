@@ -1,0 +1,191 @@
+"""Agent adapters (one module per agent CLI) behind one small interface, and
+the built-in agent arm presets (SPEC §4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pytest_wfbench.sandbox import Mount, Sandbox
+from pytest_wfbench.tasks import ArmDefinition, PhaseSpec
+
+TASK_ONLY = "{task}"
+PLAN_PROMPT = (
+    "Invoke the {skill} skill with the Skill tool and use it to write a plan for the task "
+    "below as ONE new Markdown document in this repository. Do not change any other file.\n\n"
+    "Task:\n{task}"
+)
+WORK_PROMPT = (
+    "Invoke the {skill} skill with the Skill tool and use it to carry out the plan in "
+    "{plan}.\n\nTask:\n{task}"
+)
+DIRECT_PROMPT = ("Invoke the {skill} skill with the Skill tool and use it to complete the task "
+                 "below.\n\nTask:\n{task}")
+
+
+def _phase(name: str, template: str, role: str, skill: str | None) -> PhaseSpec:
+    prompt = template.replace("{skill}", skill) if skill else template
+    return PhaseSpec(name=name, prompt=prompt, role=role, skill=skill)
+
+
+def _workflow(name: str, plan_skill: str, work_skill: str, *, plugin: bool,
+              description: str) -> ArmDefinition:
+    return ArmDefinition(
+        name=name, kind="claude", description=description, plugin=plugin,
+        phases=(_phase("plan", PLAN_PROMPT, "plan", plan_skill),
+                _phase("work", WORK_PROMPT, "work", work_skill)),
+    )
+
+
+def _direct(name: str, work_skill: str, *, plugin: bool, description: str) -> ArmDefinition:
+    return ArmDefinition(name=name, kind="claude", description=description, plugin=plugin,
+                         phases=(_phase("work", DIRECT_PROMPT, "work", work_skill),))
+
+
+BASELINE_TOOLS = ("Bash", "Edit", "Write", "Read", "Glob", "Grep")
+PRESETS: dict[str, ArmDefinition] = {
+    "baseline": ArmDefinition(
+        name="baseline", kind="claude", description="one session, the task prompt, no skills",
+        phases=(PhaseSpec(name="session", prompt=TASK_ONLY, allowed_tools=BASELINE_TOOLS,
+                          disallowed_tools=("Skill",)),),
+    ),
+    "baseline_nomcp": ArmDefinition(
+        name="baseline_nomcp", kind="claude", minimal=True,
+        description="like baseline, no MCP servers at all, the CLI's minimal mode (--bare)",
+        phases=(PhaseSpec(name="session", prompt=TASK_ONLY, allowed_tools=BASELINE_TOOLS,
+                          disallowed_tools=("Skill",)),),
+    ),
+    "workflow": _workflow("workflow", "plan", "work", plugin=False,
+                          description="plan phase with the plan skill, then the work skill"),
+    "workflow_direct": _direct("workflow_direct", "work", plugin=False,
+                               description="one session that must invoke the work skill"),
+    "ce_workflow": _workflow("ce_workflow", "{plugin}:plan", "{plugin}:work", plugin=True,
+                             description="the workflow arm with the external plugin's skills"),
+    "ce_workflow_direct": _direct("ce_workflow_direct", "{plugin}:work", plugin=True,
+                                  description="the direct arm with the external plugin's skill"),
+}
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """What the command line gives every agent session of a sweep."""
+
+    model: str | None
+    effort: str | None
+    api_key: str | None
+    base_url: str | None
+    cli: Path | None
+
+
+@dataclass(frozen=True)
+class PhaseRun:
+    """Everything an adapter needs to run one phase in a cell's sandbox."""
+
+    phase: PhaseSpec
+    prompt: str
+    sandbox: Sandbox
+    workspace: Path
+    home: Path
+    timeout_s: float
+    settings: AgentSettings
+    mounts: tuple[Mount, ...] = ()
+    plugin_dirs: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    minimal: bool = False
+
+
+@dataclass
+class PhaseReport:
+    """One session as the agent CLI reported it; nothing here is estimated."""
+
+    name: str
+    completed: bool
+    error: str | None = None
+    session_id: str | None = None
+    num_turns: int = 0
+    duration_ms: float = 0.0
+    cost_usd: float | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    """The main loop's usage, as the CLI's ``usage``."""
+    model_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per model, side calls and subagents included (the CLI's ``modelUsage``)."""
+    transcript: Path | None = None
+    skills_invoked: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "completed": self.completed, "error": self.error,
+            "session_id": self.session_id, "num_turns": self.num_turns,
+            "duration_ms": self.duration_ms, "cost_usd": self.cost_usd, "usage": self.usage,
+            "model_usage": self.model_usage, "skills_invoked": self.skills_invoked,
+            **self.details,
+        }
+
+
+class AgentAdapter(Protocol):
+    """One agent CLI. The harness calls :meth:`unavailable` at collection (a
+    reason makes the arm's cells skips) and :meth:`run_phase` once per phase."""
+
+    name: str
+
+    def unavailable(self, settings: AgentSettings) -> str | None:
+        """Why sessions cannot run here, or None."""
+        ...
+
+    def run_phase(self, run: PhaseRun) -> PhaseReport:
+        """Run one session to its end (or its timeout) and report it."""
+        ...
+
+
+def adapter_for(kind: str) -> AgentAdapter:
+    from pytest_wfbench.agents.claude import ClaudeCodeAdapter
+
+    adapters: dict[str, AgentAdapter] = {"claude": ClaudeCodeAdapter()}
+    return adapters[kind]
+
+
+@dataclass(frozen=True)
+class PluginDir:
+    """An external plugin under test, pinned by its exact version and digest."""
+
+    path: Path
+    name: str
+    version: str
+    digest: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version, "digest": self.digest,
+                "path": str(self.path)}
+
+
+class PluginError(Exception):
+    """The plugin directory or version given on the command line is unusable."""
+
+
+def load_plugin(directory: str | None, version: str | None) -> PluginDir:
+    """Check ``--wfbench-plugin-dir`` against ``--wfbench-plugin-version``."""
+    import json
+
+    from pytest_wfbench.template import tree_digest
+
+    if not directory or not version:
+        raise PluginError("plugin arms need --wfbench-plugin-dir DIR and "
+                          "--wfbench-plugin-version X (the plugin's exact version)")
+    path = Path(directory).resolve()
+    manifest = path / ".claude-plugin" / "plugin.json"
+    if not manifest.is_file():
+        raise PluginError(f"--wfbench-plugin-dir {path}: no .claude-plugin/plugin.json there")
+    try:
+        data = json.loads(manifest.read_text())
+    except json.JSONDecodeError as error:
+        raise PluginError(f"{manifest}: invalid JSON: {error}") from error
+    name, found = data.get("name"), data.get("version")
+    if not isinstance(name, str) or not name:
+        raise PluginError(f"{manifest}: no 'name'")
+    if found != version:
+        raise PluginError(f"{manifest}: version is {found!r}, but --wfbench-plugin-version "
+                          f"says {version!r}")
+    return PluginDir(path=path, name=name, version=version, digest=tree_digest(path))

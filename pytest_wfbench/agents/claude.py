@@ -1,0 +1,209 @@
+"""The Claude Code CLI, headless (``claude -p --output-format json``), run
+inside the cell's sandbox.
+
+Observed behaviour of the pinned CLI is written down in ``docs/claude-cli.md``.
+Usage comes from the CLI's own JSON report: ``usage`` (main loop) and
+``modelUsage`` (every model, side calls and subagents included),
+``total_cost_usd``, ``num_turns``, ``duration_ms``, ``session_id``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pytest_wfbench.agents import AgentSettings, PhaseReport, PhaseRun
+from pytest_wfbench.sandbox import Mount
+
+PINNED_VERSION = "2.1.332"
+CLI_MOUNT = "/opt/wfbench/claude-code"
+# Without it the CLI waits on unreachable hosts for seconds per session.
+SESSION_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_TELEMETRY": "1",
+}
+API_KEY_VARS = ("WFBENCH_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")
+USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+              "output_tokens")
+MODEL_USAGE_KEYS = {"inputTokens": "input_tokens",
+                    "cacheCreationInputTokens": "cache_creation_input_tokens",
+                    "cacheReadInputTokens": "cache_read_input_tokens",
+                    "outputTokens": "output_tokens"}
+
+
+def find_cli(explicit: str | None, rootdir: Path) -> Path | None:
+    """The CLI: the option's path, the copy `make test` installs, or PATH."""
+    if explicit:
+        return Path(explicit)
+    installed = rootdir / ".tools" / "claude-code" / "node_modules" / ".bin" / "claude"
+    if installed.exists():
+        return installed
+    found = shutil.which("claude")
+    return Path(found) if found else None
+
+
+def api_key_from_environment() -> str | None:
+    for name in API_KEY_VARS:
+        if os.environ.get(name):
+            return os.environ[name]
+    return None
+
+
+def transcript_slug(cwd: str) -> str:
+    """How the CLI names a project folder: every non-alphanumeric character a dash."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+def skills_invoked(transcript: Path) -> list[str]:
+    """Skills the transcript shows were invoked and launched without error."""
+    calls: dict[str, str] = {}
+    launched: list[str] = []
+    for line in transcript.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if entry.get("type") == "assistant" and block.get("type") == "tool_use" \
+                    and block.get("name") == "Skill":
+                skill = (block.get("input") or {}).get("skill")
+                if isinstance(skill, str):
+                    calls[str(block.get("id"))] = skill
+            elif entry.get("type") == "user" and block.get("type") == "tool_result":
+                skill_name = calls.get(str(block.get("tool_use_id")))
+                if skill_name is not None and not block.get("is_error"):
+                    launched.append(skill_name)
+    return launched
+
+
+class ClaudeCodeAdapter:
+    name = "claude"
+
+    def unavailable(self, settings: AgentSettings) -> str | None:
+        if settings.cli is None or not settings.cli.exists():
+            return ("the Claude Code CLI is not installed (make test installs "
+                    f"@anthropic-ai/claude-code@{PINNED_VERSION}; or pass --wfbench-claude PATH)")
+        if not settings.api_key:
+            return "no API key: set WFBENCH_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)"
+        return None
+
+    def argv(self, run: PhaseRun, cli: str) -> list[str]:
+        phase, settings = run.phase, run.settings
+        assert settings.model is not None, "the plugin requires --wfbench-model for agent arms"
+        argv = [cli, "-p", "--output-format", "json", "--model", settings.model,
+                "--permission-mode", "dontAsk", "--allowedTools", ",".join(phase.allowed_tools),
+                "--strict-mcp-config", "--setting-sources", "project"]
+        if phase.disallowed_tools:
+            argv += ["--disallowedTools", ",".join(phase.disallowed_tools)]
+        if settings.effort:
+            argv += ["--effort", settings.effort]
+        if phase.mcp_servers:
+            servers = {name: json.loads(config) for name, config in phase.mcp_servers}
+            argv += ["--mcp-config", json.dumps({"mcpServers": servers})]
+        for plugin_dir in run.plugin_dirs:
+            argv += ["--plugin-dir", plugin_dir]
+        return argv
+
+    def run_phase(self, run: PhaseRun) -> PhaseReport:
+        settings = run.settings
+        assert settings.cli is not None and settings.api_key is not None
+        binary = settings.cli.resolve()
+        cli_mount = Mount(binary.parent, CLI_MOUNT)
+        cli_path = f"{run.sandbox.mount_path(cli_mount)}/{binary.name}"
+        env = dict(SESSION_ENV)
+        env["ANTHROPIC_API_KEY"] = settings.api_key
+        if settings.base_url:
+            env["ANTHROPIC_BASE_URL"] = settings.base_url
+        env.update(run.env)
+        argv = self.argv(run, cli_path)
+        if run.minimal:
+            argv.append("--bare")
+        result = run.sandbox.run(
+            shlex.join(argv), workspace=run.workspace, home=run.home, writable=True,
+            network=True, timeout_s=run.timeout_s, env=env, mounts=(cli_mount, *run.mounts),
+            stdin=run.prompt.encode(),
+        )
+        report = PhaseReport(name=run.phase.name, completed=False)
+        if result.timed_out:
+            report.error = (f"the session timed out after {run.timeout_s:g}s; its process "
+                            "tree was killed")
+            return report
+        data = _last_json_line(result.stdout)
+        if data is None:
+            report.error = (f"the CLI exited {result.returncode} without a JSON result: "
+                            f"{result.tail(600)}")
+            return report
+        self._read_result(report, data)
+        cwd = run.sandbox.workspace_path(run.workspace)
+        if report.session_id:
+            transcript = (run.home / ".claude" / "projects" / transcript_slug(cwd) /
+                          f"{report.session_id}.jsonl")
+            if transcript.exists():
+                report.transcript = transcript
+                report.skills_invoked = skills_invoked(transcript)
+        if data.get("is_error") or result.returncode != 0:
+            report.error = _cli_reason(data, result.returncode)
+        else:
+            report.completed = True
+        return report
+
+    @staticmethod
+    def _read_result(report: PhaseReport, data: dict[str, Any]) -> None:
+        report.session_id = data.get("session_id") if isinstance(data.get("session_id"),
+                                                                 str) else None
+        report.num_turns = int(data.get("num_turns") or 0)
+        report.duration_ms = float(data.get("duration_ms") or 0)
+        cost = data.get("total_cost_usd")
+        report.cost_usd = float(cost) if isinstance(cost, int | float) else None
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        report.usage = {key: int(usage.get(key) or 0) for key in USAGE_KEYS}
+        model_usage = data.get("modelUsage")
+        report.model_usage = model_usage if isinstance(model_usage, dict) else {}
+        report.details = {
+            "subtype": data.get("subtype"), "is_error": bool(data.get("is_error")),
+            "terminal_reason": data.get("terminal_reason"),
+            "permission_denials": len(data.get("permission_denials") or []),
+        }
+
+
+def model_usage_totals(model_usage: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """All models' tokens summed, in the row's field names."""
+    totals = dict.fromkeys(USAGE_KEYS, 0)
+    for figures in model_usage.values():
+        for source, target in MODEL_USAGE_KEYS.items():
+            totals[target] += int(figures.get(source) or 0)
+    return totals
+
+
+def _last_json_line(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and data.get("type") == "result":
+            return data
+    return None
+
+
+def _cli_reason(data: dict[str, Any], returncode: int) -> str:
+    parts = [f"the CLI reported an error (exit {returncode}"]
+    for key in ("subtype", "terminal_reason", "api_error_status"):
+        if data.get(key) not in (None, "", "success"):
+            parts.append(f"{key}={data[key]}")
+    reason = data.get("result") or "; ".join(str(e) for e in data.get("errors") or [])
+    return ", ".join(parts) + f"): {reason or 'no reason given'}"

@@ -1,0 +1,285 @@
+"""Agent arms end to end: the real, pinned Claude Code CLI in the bubblewrap
+sandbox, talking to a fake Anthropic API that plays a scripted conversation."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Suite, junit_cases, junit_properties, task_yaml, write_suite
+from tests.fakeapi import FakeAnthropic, Script, Usage, http_error, stall, tool_use, turn
+
+pytestmark = pytest.mark.cli
+
+MODEL = "claude-sonnet-4-5"
+# The CLI's price table for this model, per million tokens (docs/claude-cli.md):
+# input, output, cache write, cache read.
+PRICES = (3.0, 15.0, 3.75, 0.30)
+FIX = tool_use("Bash", {"command": "sed -i 's/a - b/a + b/' calc.py", "description": "fix"})
+PLAN_SKILL = "---\nname: plan\ndescription: Write a plan document.\n---\n\nWrite one plan.\n"
+WORK_SKILL = "---\nname: work\ndescription: Do the work.\n---\n\nDo the work, test it.\n"
+
+
+def cost(usage: Usage) -> float:
+    return (usage.input_tokens * PRICES[0] + usage.output_tokens * PRICES[1]
+            + usage.cache_creation_input_tokens * PRICES[2]
+            + usage.cache_read_input_tokens * PRICES[3]) / 1e6
+
+
+@pytest.fixture
+def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    key = f"sk-ant-test-{secrets.token_hex(16)}"
+    monkeypatch.setenv("WFBENCH_ANTHROPIC_API_KEY", key)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    return key
+
+
+def agent_suite(base: Path, arms: list[str], tasks: list[dict[str, Any]] | None = None,
+                **extra: Any) -> Suite:
+    skills = base / "skills"
+    for name, body in (("plan", PLAN_SKILL), ("work", WORK_SKILL)):
+        (skills / name).mkdir(parents=True, exist_ok=True)
+        (skills / name / "SKILL.md").write_text(body)
+    return write_suite(base, tasks=tasks, arms=arms, extra={"skills": "skills/", **extra})
+
+
+@pytest.fixture
+def sweep(pytester: pytest.Pytester, claude_cli: Path, api_key: str) -> Iterator[Any]:
+    """Run a sweep of agent arms against a fake API playing ``script``."""
+    servers: list[FakeAnthropic] = []
+
+    def run(suite: Suite, script: Script, *extra: str) -> tuple[pytest.RunResult, FakeAnthropic]:
+        api = FakeAnthropic(script)
+        servers.append(api)
+        result = pytester.runpytest_subprocess(*suite.args(
+            "--wfbench-model", MODEL, "--wfbench-base-url", api.base_url,
+            "--wfbench-claude", str(claude_cli), "-rA", *extra))
+        return result, api
+
+    yield run
+    for api in servers:
+        api.close()
+
+
+def test_baseline_resolves_with_the_cli_figures(pytester: pytest.Pytester, sweep: Any) -> None:
+    usages = [Usage(1000, 50, 200, 300), Usage(1200, 60, 0, 1500)]
+    script = [turn(FIX, usage=usages[0]), turn("Fixed.", usage=usages[1])]
+    suite = agent_suite(pytester.path, ["baseline"])
+    junit = suite.root / "junit.xml"
+    result, api = sweep(suite, script, f"--junitxml={junit}")
+    result.assert_outcomes(passed=1)
+    assert api.script_done and not api.errors
+    row = suite.row("fix-add-baseline-r1")
+    total = usages[0] + usages[1]
+    assert (row["input_tokens"], row["output_tokens"], row["cache_creation_input_tokens"],
+            row["cache_read_input_tokens"]) == (total.input_tokens, total.output_tokens,
+                                                total.cache_creation_input_tokens,
+                                                total.cache_read_input_tokens)
+    assert row["main_usage"]["input_tokens"] == total.input_tokens
+    assert row["model_usage"][MODEL]["inputTokens"] == total.input_tokens
+    assert row["cost_usd"] == pytest.approx(cost(total), abs=1e-9)
+    assert row["num_turns"] == 2 and row["model"] == MODEL
+    assert len(row["session_ids"]) == 1 and row["phases"][0]["name"] == "session"
+    assert row["resolved"] is True and row["diff_files"] == 1
+    transcript = suite.out / "artifacts" / "fix-add-baseline-r1.session.transcript.jsonl"
+    assert transcript.exists() and row["session_ids"][0] in transcript.read_text()
+    # the Skill tool was disallowed for the baseline
+    sent = api.main_requests[0].body
+    assert "Skill" not in [tool["name"] for tool in sent.get("tools", [])]
+    props = junit_properties(junit_cases(junit)["fix-add-baseline-r1"])
+    assert float(props["wfbench.cost_usd"]) == pytest.approx(cost(total), abs=1e-9)
+
+
+def test_workflow_invokes_both_skills_and_resolves(pytester: pytest.Pytester, sweep: Any) -> None:
+    write_plan = tool_use("Write", {"file_path": "/workspace/PLAN.md",
+                                    "content": "# Plan\n\nChange add() to add.\n"})
+    script = [turn(tool_use("Skill", {"skill": "plan"})), turn(write_plan), turn("Planned."),
+              turn(tool_use("Skill", {"skill": "work"})), turn(FIX), turn("Done.")]
+    suite = agent_suite(pytester.path, ["workflow"])
+    result, api = sweep(suite, script)
+    result.assert_outcomes(passed=1)
+    assert api.script_done and not api.errors
+    row = suite.row("fix-add-workflow-r1")
+    assert [p["name"] for p in row["phases"]] == ["plan", "work"]
+    assert [p["skills_invoked"] for p in row["phases"]] == [["plan"], ["work"]]
+    assert len(set(row["session_ids"])) == 2
+    assert row["num_turns"] == sum(p["num_turns"] for p in row["phases"]) >= 6
+    # the work phase was told where the plan is
+    work_prompt = json.dumps(api.main_requests[3].body["messages"])
+    assert "PLAN.md" in work_prompt
+    # the skills are the harness's, not the agent's change
+    assert row["diff_files"] == 2 and row["skills_fingerprint"]
+    assert ".claude/skills" not in (suite.out / "artifacts" / "fix-add-workflow-r1.patch"
+                                    ).read_text()
+
+
+def test_a_skill_never_invoked_is_an_evidence_failure(
+    pytester: pytest.Pytester, sweep: Any
+) -> None:
+    suite = agent_suite(pytester.path, ["workflow_direct"])
+    result, _ = sweep(suite, [turn(FIX), turn("Done without the skill.")])
+    result.assert_outcomes(errors=1)
+    row = suite.row("fix-add-workflow_direct-r1")
+    assert row["error_kind"] == "skill-not-invoked" and "'work'" in row["error_detail"]
+    assert row["counted"] is True and row["oracle_passed"] is True  # measured, not trusted
+
+
+def test_a_plan_phase_that_edits_source_is_invalid(pytester: pytest.Pytester, sweep: Any) -> None:
+    write_plan = tool_use("Write", {"file_path": "/workspace/PLAN.md", "content": "# Plan\n"})
+    script = [turn(tool_use("Skill", {"skill": "plan"})), turn(FIX), turn(write_plan),
+              turn("Planned, and fixed it too.")]
+    suite = agent_suite(pytester.path, ["workflow"])
+    result, api = sweep(suite, script)
+    result.assert_outcomes(errors=1)
+    row = suite.row("fix-add-workflow-r1")
+    assert row["error_kind"] == "plan-evidence-invalid" and "calc.py" in row["error_detail"]
+    assert [p["name"] for p in row["phases"]] == ["plan"]  # the work phase never ran
+    assert api.script_done
+
+
+def test_a_work_phase_that_changes_nothing_is_invalid(
+    pytester: pytest.Pytester, sweep: Any
+) -> None:
+    suite = agent_suite(pytester.path, ["workflow_direct"])
+    result, _ = sweep(suite, [turn(tool_use("Skill", {"skill": "work"})), turn("Nothing.")])
+    result.assert_outcomes(errors=1)
+    assert suite.row("fix-add-workflow_direct-r1")["error_kind"] == \
+        "implementation-evidence-invalid"
+
+
+def test_skills_are_read_only_during_sessions(pytester: pytest.Pytester, sweep: Any) -> None:
+    # (the CLI itself refuses commands that name .claude/ paths; a glob gets past it)
+    tamper = tool_use("Bash", {"command": "cd .c*/skills/work && echo tampered >> SKILL.md",
+                               "description": "tamper"})
+    script = [turn(tool_use("Skill", {"skill": "work"})), turn(tamper), turn(FIX), turn("Ok.")]
+    suite = agent_suite(pytester.path, ["workflow_direct"])
+    result, api = sweep(suite, script)
+    result.assert_outcomes(passed=1)
+    tamper_result = api.tool_results[1]
+    assert "Read-only file system" in json.dumps(tamper_result.content)
+    row = suite.row("fix-add-workflow_direct-r1")
+    assert row["resolved"] is True and row["error_kind"] is None
+
+
+def test_skills_changed_by_setup_are_caught(pytester: pytest.Pytester, sweep: Any) -> None:
+    task = task_yaml(setup="echo changed >> .claude/skills/work/SKILL.md")
+    suite = agent_suite(pytester.path, ["workflow_direct"], tasks=[task])
+    result, api = sweep(suite, [])
+    result.assert_outcomes(errors=1)
+    row = suite.row("fix-add-workflow_direct-r1")
+    assert row["error_kind"] == "evidence-unverified" and "during setup" in row["error_detail"]
+    assert api.main_requests == []
+
+
+def test_a_stalled_session_is_killed_at_its_timeout_and_the_sweep_goes_on(
+    pytester: pytest.Pytester, sweep: Any
+) -> None:
+    suite = agent_suite(pytester.path, ["baseline"],
+                        tasks=[task_yaml("stalls", timeout=6), task_yaml("works")])
+    result, _ = sweep(suite, [stall(), turn(FIX), turn("Fixed.")])
+    result.assert_outcomes(passed=1, errors=1)
+    stalled = suite.row("stalls-baseline-r1")
+    assert stalled["error_kind"] == "session-error"
+    assert "timed out after 6s" in stalled["error_detail"]
+    assert stalled["duration_s"] < 60
+    assert suite.row("works-baseline-r1")["resolved"] is True
+
+
+def test_a_cli_error_result_is_a_session_error_with_its_reason(
+    pytester: pytest.Pytester, sweep: Any
+) -> None:
+    task = task_yaml(sandbox={"env": {"CLAUDE_CODE_MAX_RETRIES": "0"}})
+    suite = agent_suite(pytester.path, ["baseline"], tasks=[task])
+    result, _ = sweep(suite, [http_error(500, message="upstream exploded")])
+    result.assert_outcomes(errors=1)
+    row = suite.row("fix-add-baseline-r1")
+    assert row["error_kind"] == "session-error"
+    assert "API Error: 500" in row["error_detail"] and "upstream exploded" in row["error_detail"]
+    assert row["phases"][0]["is_error"] is True
+
+
+def test_the_api_key_never_leaves_the_sandbox_unredacted(
+    pytester: pytest.Pytester, sweep: Any, api_key: str
+) -> None:
+    leak = tool_use("Bash", {"command": "echo $ANTHROPIC_API_KEY > key.txt; "
+                                        "echo $ANTHROPIC_API_KEY", "description": "leak"})
+    suite = agent_suite(pytester.path, ["baseline"])
+    junit = suite.root / "junit.xml"
+    result, api = sweep(suite, [turn(leak), turn(FIX), turn(f"The key is {api_key}")],
+                        f"--junitxml={junit}", "-v")
+    assert api.tool_results, "the leaking command ran"
+    assert api_key in json.dumps(api.tool_results[0].content)  # it did read the key
+    patch = (suite.out / "artifacts" / "fix-add-baseline-r1.patch").read_text()
+    assert "key.txt" in patch and "[REDACTED]" in patch
+    for path in [*suite.out.rglob("*"), junit]:
+        if path.is_file():
+            assert api_key not in path.read_text(errors="replace"), path
+    assert api_key not in result.stdout.str() + result.stderr.str()
+
+
+def test_agent_arms_without_a_model_are_a_usage_error(
+    pytester: pytest.Pytester, claude_cli: Path, api_key: str
+) -> None:
+    suite = agent_suite(pytester.path, ["baseline"])
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-claude", str(claude_cli)))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*agent arms [[]'baseline'[]] need --wfbench-model*"])
+
+
+def test_agent_arms_without_a_key_are_skips(
+    pytester: pytest.Pytester, claude_cli: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WFBENCH_ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    suite = agent_suite(pytester.path, ["baseline", "gold"])
+    result = pytester.runpytest_subprocess(*suite.args(
+        "--wfbench-model", MODEL, "--wfbench-claude", str(claude_cli), "-rs"))
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*arm 'baseline' cannot run here: no API key*"])
+    assert suite.row("fix-add-baseline-r1")["status"] == "skipped"
+
+
+def write_plugin(base: Path, version: str) -> Path:
+    plugin = base / "ce-plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(
+        json.dumps({"name": "ce", "version": version, "description": "test plugin"}))
+    for name, body in (("plan", PLAN_SKILL), ("work", WORK_SKILL)):
+        (plugin / "skills" / name).mkdir(parents=True)
+        (plugin / "skills" / name / "SKILL.md").write_text(body)
+    return plugin
+
+
+def test_plugin_arms_need_a_pinned_plugin(
+    pytester: pytest.Pytester, claude_cli: Path, api_key: str
+) -> None:
+    suite = agent_suite(pytester.path, ["ce_workflow"])
+    base = suite.args("--wfbench-model", MODEL, "--wfbench-claude", str(claude_cli))
+    result = pytester.runpytest_subprocess(*base)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--wfbench-plugin-dir DIR and --wfbench-plugin-version*"])
+    plugin = write_plugin(pytester.path, "1.2.3")
+    result = pytester.runpytest_subprocess(*base, "--wfbench-plugin-dir", str(plugin),
+                                           "--wfbench-plugin-version", "1.2.4")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*version is '1.2.3', but --wfbench-plugin-version says '1.2.4'*"])
+    assert not suite.rows()
+
+
+def test_a_plugin_arm_uses_the_plugin_skill_and_records_its_digest(
+    pytester: pytest.Pytester, sweep: Any
+) -> None:
+    plugin = write_plugin(pytester.path, "1.2.3")
+    suite = agent_suite(pytester.path, ["ce_workflow_direct"])
+    script = [turn(tool_use("Skill", {"skill": "ce:work"})), turn(FIX), turn("Done.")]
+    result, _ = sweep(suite, script, "--wfbench-plugin-dir", str(plugin),
+                      "--wfbench-plugin-version", "1.2.3")
+    result.assert_outcomes(passed=1)
+    row = suite.row("fix-add-ce_workflow_direct-r1")
+    assert row["plugin"]["version"] == "1.2.3" and len(row["plugin"]["digest"]) == 64
+    assert row["phases"][0]["skills_invoked"] == ["ce:work"]
