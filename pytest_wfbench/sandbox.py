@@ -242,8 +242,9 @@ class BubblewrapSandbox(Sandbox):
         ]
         if network:
             argv.append("--share-net")
-        argv += self._system
+        # /tmp first: the harness's own Python may live under the host's /tmp.
         argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        argv += self._system
         if home is not None:
             argv += ["--bind", str(home), SANDBOX_HOME]
         else:
@@ -297,17 +298,20 @@ def preflight(sandbox: Sandbox, scratch: Path) -> None:
     """Check, before any cell runs, that the sandbox starts, isolates and runs Python."""
     workspace = Path(tempfile.mkdtemp(prefix="preflight-", dir=scratch))
     try:
-        probe = (
-            'test "$(pwd)" = "$WFBENCH_PREFLIGHT_CWD" && touch probe && '
-            'python -c "import sys; print(sys.version_info[0])"'
-        )
         expected_cwd = sandbox.workspace_path(workspace)
-        result = sandbox.run(probe, workspace=workspace, writable=True, timeout_s=60,
-                             env={"WFBENCH_PREFLIGHT_CWD": expected_cwd})
-        if not result.ok or result.stdout.strip() != "3" or not (workspace / "probe").exists():
+        started = sandbox.run('test "$(pwd)" = "$WFBENCH_PREFLIGHT_CWD" && touch probe',
+                              workspace=workspace, writable=True, timeout_s=60,
+                              env={"WFBENCH_PREFLIGHT_CWD": expected_cwd})
+        if not started.ok or not (workspace / "probe").exists():
             raise SandboxUnavailable(
-                f"the {sandbox.backend} sandbox does not work here (exit {result.returncode}): "
-                f"{result.tail(800) or 'no output'}; {INSTALL_HINT}"
-            )
+                f"the {sandbox.backend} sandbox does not start here (exit "
+                f"{started.returncode}): {started.tail(800) or 'no output'}; {INSTALL_HINT}")
+        python = sandbox.run('python -c "import sys; print(sys.version_info[0])"',
+                             workspace=workspace, timeout_s=60)
+        if not python.ok or python.stdout.strip() != "3":
+            raise SandboxUnavailable(
+                f"the harness's Python ({sys.executable}) does not run in the "
+                f"{sandbox.backend} sandbox (exit {python.returncode}): "
+                f"{python.tail(800) or 'no output'}")
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
