@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -88,6 +89,13 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _loadavg() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
 def _progress(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
@@ -156,13 +164,14 @@ def run_collections(size: Size, scratch: Path, args: argparse.Namespace) -> dict
     return {"cells": size.collect_cells, "shapes": shapes, "_workloads": workloads}
 
 
-def run_profiles(sweep: SweepWorkload, collect: CollectWorkload, scratch: Path) -> dict[str, Any]:
+def run_profiles(sweep: SweepWorkload, collects: list[CollectWorkload],
+                 scratch: Path) -> dict[str, Any]:
     profiles: dict[str, Any] = {}
-    jobs = (
-        ("sweep-serial", sweep_argv(sweep, scratch / "out-profile-sweep", 0), sweep.root),
-        (f"collect-{collect.tasks}x{collect.runs}",
-         collect_argv(collect, scratch / "out-profile-collect"), collect.task_file.parent),
-    )
+    jobs = [("sweep-serial", sweep_argv(sweep, scratch / "out-profile-sweep", 0), sweep.root)]
+    for collect in collects:
+        name = f"collect-{collect.tasks}x{collect.runs}"
+        jobs.append((name, collect_argv(collect, scratch / f"out-profile-{name}"),
+                     collect.task_file.parent))
     for name, argv, cwd in jobs:
         prof = scratch / f"{name}.prof"
         measured = profile_run(argv, cwd, prof, scratch / "logs" / f"profile-{name}.log")
@@ -284,12 +293,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     size = QUICK if args.quick else FULL
     scratch = Path(tempfile.mkdtemp(prefix="wfbench-bench-"))
     started = datetime.now(UTC)
+    load_before = _loadavg()
     _progress(f"{size.mode} run in {scratch}")
     try:
         sweep = run_sweeps(size, scratch, args)
         collection = run_collections(size, scratch, args)
-        profiles = (run_profiles(sweep.pop("_workload"), collection.pop("_workloads")[0],
-                                 scratch) if args.profile else None)
+        profiles = (run_profiles(sweep.pop("_workload"), collection.pop("_workloads"), scratch)
+                    if args.profile else None)
     except BenchmarkError as error:
         print(f"benchmark failed: {error}\n(inputs and logs kept in {scratch})", file=sys.stderr)
         return 1
@@ -308,6 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "elapsed_s": (datetime.now(UTC) - started).total_seconds(),
         "repeat": args.repeat,
         "machine": machine_facts(REPO_ROOT),
+        # Other work on the machine skews every figure: the 1-minute load
+        # average when the benchmark started and ended.
+        "loadavg_1min": {"start": load_before, "end": _loadavg()},
         "sweep": sweep,
         "collection": collection,
     }
@@ -316,7 +329,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     rows = table_rows(results)
-    print(f"pytest-wfbench overhead ({size.mode}) on {machine_line(results['machine'])}\n")
+    load = results["loadavg_1min"]
+    print(f"pytest-wfbench overhead ({size.mode}) on {machine_line(results['machine'])}; "
+          f"load average {load['start']} at start, {load['end']} at end\n")
     print(render_markdown(rows) if args.markdown else render_plain(rows))
     if profiles is not None:
         print_profiles(profiles)

@@ -7,13 +7,22 @@ and all must agree on the same items in the same order.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TypeAlias
 
 from pytest_wfbench.agents import PRESETS
 from pytest_wfbench.outcomes import CellUnresolved
 from pytest_wfbench.row import Row
-from pytest_wfbench.tasks import ArmDefinition, Task, TaskFile, TaskFileError
+from pytest_wfbench.tasks import (
+    ArmDefinition,
+    ScenarioSpec,
+    SubjectSpec,
+    Task,
+    TaskFile,
+    TaskFileError,
+)
 
 KNOWN_ARMS = ("gold", "noop", *PRESETS)
 BUILTIN_ARM_DEFINITIONS = {
@@ -32,6 +41,26 @@ class Cell:
     @property
     def cell_id(self) -> str:
         return f"{self.task.id}-{self.arm.name}-r{self.run}"
+
+    @property
+    def task_id(self) -> str:
+        return self.task.id
+
+    @property
+    def task_class(self) -> str:
+        return self.task.task_class
+
+    @property
+    def arm_name(self) -> str:
+        return self.arm.name
+
+    @property
+    def arm_kind(self) -> str:
+        return self.arm.kind
+
+    @property
+    def prompt_text(self) -> str:
+        return self.task.prompt
 
     def skip_reason(self, include_expensive: bool,
                     unavailable: dict[str, str | None]) -> str | None:
@@ -84,6 +113,74 @@ def expand(task_file: TaskFile, arms: Sequence[str] | None, runs: int) -> list[C
         for name in names
         for run in range(1, runs + 1)
     ]
+
+
+@dataclass(frozen=True)
+class ScenarioCell:
+    """A tool-cost cell: one subject performing one scenario, once."""
+
+    scenario: ScenarioSpec
+    subject: SubjectSpec
+    run: int
+    suite: str
+    random_seed: int | None = None
+
+    @property
+    def cell_id(self) -> str:
+        return f"{self.scenario.id}-{self.subject.name}-r{self.run}"
+
+    @property
+    def task_id(self) -> str:
+        return self.scenario.id
+
+    @property
+    def task_class(self) -> str:
+        return self.scenario.scenario_class
+
+    @property
+    def arm_name(self) -> str:
+        return self.subject.name
+
+    @property
+    def arm_kind(self) -> str:
+        return f"subject:{self.subject.driver}"
+
+    @property
+    def prompt_text(self) -> str:
+        return f"{self.scenario.kind}:{self.scenario.id}"
+
+
+def subject_order(subjects: Sequence[str], seed: int | None, scenario: str,
+                  run: int) -> list[str]:
+    """The declared order, or a shuffle that the seed makes reproducible per run
+    (the same on every xdist worker)."""
+    order = list(subjects)
+    if seed is not None:
+        random.Random(f"{seed}:{scenario}:{run}").shuffle(order)
+    return order
+
+
+def expand_scenarios(task_file: TaskFile, runs: int, seed: int | None) -> list[ScenarioCell]:
+    """Every scenario cell of a task file, scenario-major, subjects per run."""
+    return [
+        ScenarioCell(scenario=scenario, subject=task_file.subjects[name], run=run,
+                     suite=task_file.name, random_seed=seed)
+        for scenario in task_file.scenarios
+        for run in range(1, runs + 1)
+        for name in subject_order(scenario.subjects, seed, scenario.id, run)
+    ]
+
+
+AnyCell: TypeAlias = Cell | ScenarioCell
+
+
+def test_scenario(wfbench_lane_row: Row) -> None:
+    """A scenario cell passes when every step returned an expected code and the
+    untimed oracle found the work where it must be."""
+    __tracebackhide__ = True
+    if not wfbench_lane_row.resolved:
+        raise CellUnresolved(f"{wfbench_lane_row.cell_id}: {wfbench_lane_row.error_kind}: "
+                             f"{wfbench_lane_row.error_detail}")
 
 
 def test_cell(wfbench_row: Row) -> None:

@@ -28,6 +28,8 @@ class ErrorKind:
 _KINDS = [
     ErrorKind("verify-failed", ErrorClass.VALID_NEGATIVE, True),
     ErrorKind("oracle-failed", ErrorClass.VALID_NEGATIVE, True),
+    # Tool-cost lane: a subject's step returned an unexpected code.
+    ErrorKind("step-failed", ErrorClass.VALID_NEGATIVE, True),
     ErrorKind("skill-not-invoked", ErrorClass.EVIDENCE_FAILURE, True),
     ErrorKind("plan-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, True),
     ErrorKind("implementation-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, True),

@@ -7,6 +7,7 @@ expands them into items, :mod:`fixtures` runs each cell's lifecycle,
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Generator
@@ -17,14 +18,15 @@ import pytest
 
 from pytest_wfbench import __version__, cells, fixtures
 from pytest_wfbench.aggregate import Summary, summarize
-from pytest_wfbench.cells import Cell
+from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.fixtures import RECORD_KEY, SWEEP_KEY
+from pytest_wfbench.lanes.report import render_lanes, render_lanes_terminal
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
 from pytest_wfbench.report import render_markdown, render_terminal, unusable_lines
 from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, make_sandbox, preflight
 from pytest_wfbench.session import DEFAULT_ADMITTED_OUTPUT_CHARS
-from pytest_wfbench.store import REPORT, read_rows
+from pytest_wfbench.store import ENVIRONMENT, REPORT, read_environment, read_rows
 from pytest_wfbench.sweep import AgentArmError, Sweep, SweepIdentity, SweepOptions
 from pytest_wfbench.tasks import DEFAULT_TIMEOUT_S, TaskFileError
 
@@ -48,11 +50,13 @@ BASE_URL_HELP = "point agent sessions at this Anthropic-compatible endpoint"
 CLAUDE_HELP = ("the Claude Code CLI (default: .tools/claude-code, which make test installs, "
                "then PATH)")
 PLUGIN_DIR_HELP = "the external plugin's directory for plugin arms (ce_workflow, ...)"
+SEED_HELP = "shuffle the subjects' order per scenario run, reproducibly, with this seed"
 PLUGIN_VERSION_HELP = "the external plugin's exact version (checked against its plugin.json)"
 
 SUMMARY_KEY = pytest.StashKey[Summary]()
+ROWS_KEY = pytest.StashKey[list[dict[str, Any]]]()
 SELECTED_KEY = pytest.StashKey[dict[str, str]]()
-CELL_ID_RE = re.compile(r"::test_cell\[(?P<cell>[^\]]+)\]$")
+CELL_ID_RE = re.compile(r"::test_(?:cell|scenario)\[(?P<cell>[^\]]+)\]$")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -80,6 +84,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--wfbench-claude", metavar="PATH", help=CLAUDE_HELP)
     group.addoption("--wfbench-plugin-dir", metavar="DIR", help=PLUGIN_DIR_HELP)
     group.addoption("--wfbench-plugin-version", metavar="VERSION", help=PLUGIN_VERSION_HELP)
+    group.addoption("--wfbench-random-seed", metavar="N", help=SEED_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
     parser.addini("wfbench_effort", EFFORT_HELP)
@@ -139,7 +144,19 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         plugin_dir=config.getoption("wfbench_plugin_dir"),
         plugin_version=config.getoption("wfbench_plugin_version"),
         rootdir=config.rootpath,
+        random_seed=_seed(config),
     )
+
+
+def _seed(config: pytest.Config) -> int | None:
+    raw = config.getoption("wfbench_random_seed")
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise pytest.UsageError(
+            f"--wfbench-random-seed must be a whole number, got {raw!r}") from None
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -170,6 +187,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"wfbench: {error}") from error
     sweep.start()
     if is_controller(config):
+        sweep.store.write_text(ENVIRONMENT, json.dumps(sweep.environment(), indent=2))
         try:
             preflight(make_sandbox(sweep.sandbox().policy, identity.work_dir / "preflight",
                                    unsafe_host=options.unsafe_no_sandbox), identity.work_dir)
@@ -209,10 +227,19 @@ class XdistHooks:
 
 class WfbenchFile(pytest.Module):
     """A task file collected as a module whose object is :mod:`pytest_wfbench.cells`,
-    so its single test function is parametrized into one item per cell."""
+    so its test functions are parametrized into one item per cell: ``test_cell``
+    for tasks x arms, ``test_scenario`` for scenarios x subjects."""
 
     def _getobj(self) -> Any:
         return cells
+
+    def collect(self) -> Any:
+        sweep = self.config.stash[SWEEP_KEY]
+        path = self.path.resolve()
+        wanted = {"test_cell": bool(sweep.cells.get(path)),
+                  "test_scenario": bool(sweep.scenario_cells.get(path))}
+        return [node for node in super().collect()
+                if wanted.get(getattr(node, "originalname", node.name), False)]
 
 
 class SweepHooks:
@@ -226,7 +253,7 @@ class SweepHooks:
     @pytest.hookimpl
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         sweep = self.sweep
-        total = sum(len(c) for c in sweep.cells.values())
+        total = len(sweep.all_cells())
         lines = [f"wfbench {__version__}: sweep {sweep.sweep_id}, {total} cells, "
                  f"sandbox {sweep.sandbox_backend}, out {sweep.identity.out_dir}"]
         if sweep.unavailable:
@@ -243,16 +270,21 @@ class SweepHooks:
 
     @pytest.hookimpl
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        if metafunc.function is not cells.test_cell:
-            return
         path = metafunc.definition.path.resolve()
+        found: list[AnyCell]
+        if metafunc.function is cells.test_cell:
+            found = list(self.sweep.cells.get(path, []))
+        elif metafunc.function is cells.test_scenario:
+            found = list(self.sweep.scenario_cells.get(path, []))
+        else:
+            return
         params = []
-        for cell in self.sweep.cells.get(path, []):
+        for cell in found:
             marks: list[Any] = []
             reason = self.sweep.skip_reason(cell)
             if reason:
                 marks.append(pytest.mark.skip(reason=reason))
-            elif cell.arm.kind == "noop":
+            elif isinstance(cell, Cell) and cell.arm.kind == "noop":
                 marks.append(pytest.mark.xfail(
                     strict=True, raises=CellUnresolved,
                     reason="noop must not resolve: a resolved noop means the oracle passes "
@@ -281,8 +313,7 @@ class SweepHooks:
             return report
         if report.skipped and not hasattr(report, "wasxfail"):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
-            record = CellRecord(cell_id=cell.cell_id, started=0.0,
-                                skip_reason=str(reason).removeprefix("Skipped: "))
+            record = self.sweep.skip_record(cell, str(reason).removeprefix("Skipped: "))
             row = self.sweep.record_row(cell, record, 0.0)
             item.user_properties.extend(row.properties())
         elif report.failed and RECORD_KEY not in item.stash:
@@ -319,9 +350,12 @@ class SweepHooks:
         sweep = self.sweep
         self._record_unrun_cells(config.stash[SELECTED_KEY])
         rows = read_rows(sweep.store.results, sweep.sweep_id)
-        summary = summarize(rows, sweep.options.baseline_arm)
+        agent_rows = [r for r in rows if r.get("lane", "agent") == "agent"]
+        summary = summarize(agent_rows, sweep.options.baseline_arm)
         config.stash[SUMMARY_KEY] = summary
-        sweep.store.write_text(REPORT, render_markdown(summary, sweep.provenance(rows)))
+        config.stash[ROWS_KEY] = rows
+        lanes = render_lanes(rows, read_environment(sweep.store))
+        sweep.store.write_text(REPORT, render_markdown(summary, sweep.provenance(rows), lanes))
         if summary.unusable and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         sweep.finish()
@@ -331,16 +365,20 @@ class SweepHooks:
         running one died): never silent absence."""
         recorded = {row["cell_id"] for row in read_rows(self.sweep.store.results,
                                                         self.sweep.sweep_id)}
-        by_id = {cell.cell_id: cell for cs in self.sweep.cells.values() for cell in cs}
+        by_id = self.sweep.all_cells()
         for cell_id, nodeid in selected.items():
             if cell_id in recorded or cell_id not in by_id:
                 continue
-            record = CellRecord(cell_id=cell_id, started=0.0)
+            cell = by_id[cell_id]
             if nodeid in self.failed_nodeids:
+                record = CellRecord(cell_id=cell_id, started=0.0)
+                if isinstance(cell, ScenarioCell):
+                    record.lane = "tool-cost"
                 record.fail("infra-error", "the process running this cell died (e.g. an xdist "
                             "worker crashed) before it recorded a row")
             else:
-                record.skip_reason = "not run: the sweep stopped before this cell"
+                record = self.sweep.skip_record(cell, "not run: the sweep stopped before "
+                                                "this cell")
             self.sweep.record_row(by_id[cell_id], record, 0.0)
 
     @pytest.hookimpl
@@ -350,7 +388,10 @@ class SweepHooks:
             return
         redact = self.sweep.redactor.text
         terminalreporter.write_sep("=", "wfbench summary")
-        for line in render_terminal(summary):
+        lines = render_terminal(summary) if summary.rows else []
+        rows = config.stash.get(ROWS_KEY, [])
+        lines += render_lanes_terminal(sorted(rows, key=lambda r: str(r["cell_id"])))
+        for line in lines:
             terminalreporter.write_line(redact(line))
         for line in unusable_lines(summary):
             terminalreporter.write_line(redact(line), red=True, bold=True)
@@ -359,9 +400,9 @@ class SweepHooks:
         terminalreporter.write_line(f"wfbench rows:   {self.sweep.store.results}")
 
 
-def _cell_of(item: pytest.Item) -> Cell | None:
+def _cell_of(item: pytest.Item) -> AnyCell | None:
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return None
     cell = callspec.params.get("wfbench_cell")
-    return cell if isinstance(cell, Cell) else None
+    return cell if isinstance(cell, Cell | ScenarioCell) else None

@@ -57,11 +57,22 @@ def _errors(g: Group) -> str:
     return ", ".join(f"{kind} x{n}" for kind, n in sorted(g.error_counts.items())) or "-"
 
 
-def render_markdown(summary: Summary, provenance: dict[str, Any]) -> str:
+def render_markdown(summary: Summary, provenance: dict[str, Any],
+                    extra_sections: Sequence[str] = ()) -> str:
     suite = provenance.get("suite", "sweep")
     lines = [f"# wfbench report: {suite}", "",
-             f"Sweep `{provenance.get('sweep_id')}`, {summary.rows} rows.", ""]
-    lines += ["## Arms", ""]
+             f"Sweep `{provenance.get('sweep_id')}`.", ""]
+    if summary.rows:
+        lines += _agent_sections(summary)
+    if extra_sections:
+        lines += ["", *extra_sections]
+    lines += ["", "## Caveats", ""] + [f"- {c}" for c in _caveats(summary, provenance)]
+    lines += ["", "## Provenance", ""] + [f"- {k}: {_prov(v)}" for k, v in provenance.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _agent_sections(summary: Summary) -> list[str]:
+    lines = [f"{summary.rows} task rows.", "", "## Arms", ""]
     lines += table(
         ["arm", "health", "resolved/valid", "excluded", "skipped", "median tokens",
          "median est. tokens", "median cost", "median duration s"],
@@ -104,9 +115,7 @@ def render_markdown(summary: Summary, provenance: dict[str, Any]) -> str:
                        [[r["cell_id"], r.get("skip_reason") or ""] for r in summary.skipped])
     else:
         lines.append("None.")
-    lines += ["", "## Caveats", ""] + [f"- {c}" for c in _caveats(summary, provenance)]
-    lines += ["", "## Provenance", ""] + [f"- {k}: {_prov(v)}" for k, v in provenance.items()]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _caveats(summary: Summary, provenance: dict[str, Any]) -> list[str]:
@@ -114,7 +123,7 @@ def _caveats(summary: Summary, provenance: dict[str, Any]) -> list[str]:
     if provenance.get("sandbox_backend") != "bubblewrap":
         caveats.insert(0, "**Cells ran WITHOUT a sandbox (--wfbench-unsafe-no-sandbox)**: "
                        "nothing kept the arms from the hidden oracle or the host.")
-    if not summary.baseline_arm:
+    if summary.rows and not summary.baseline_arm:
         caveats.append("No baseline arm in this sweep: no savings are reported.")
     return caveats
 

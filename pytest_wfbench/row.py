@@ -7,11 +7,10 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_wfbench import __version__
 from pytest_wfbench.outcomes import ERROR_KINDS, counted
-from pytest_wfbench.tasks import ArmDefinition, Task
 
 ROW_SCHEMA_VERSION = 1
 MAX_ERROR_DETAIL_CHARS = 2000
@@ -72,6 +71,14 @@ class Row:
     above are its totals."""
     plugin: dict[str, str] | None
     skills_fingerprint: str | None
+    lane: str
+    """``agent`` (tasks and arms) or ``tool-cost`` (scenarios and subjects)."""
+    transport: str | None
+    totals: dict[str, Any]
+    extras: dict[str, Any]
+    random_seed: int | None
+    measurement_lock_wait_ms: float | None
+    subject_version: str | None
     reused: bool
     worker: str
     recorded_at: str
@@ -144,6 +151,13 @@ class CellRecord:
     model_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     plugin: dict[str, str] | None = None
     skills_fingerprint: str | None = None
+    lane: str = "agent"
+    transport: str | None = None
+    totals: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+    random_seed: int | None = None
+    measurement_lock_wait_ms: float | None = None
+    subject_version: str | None = None
     row: Row | None = None
 
     def fail(self, kind: str, detail: str) -> None:
@@ -158,8 +172,13 @@ class CellRecord:
         if not self.session_completed:
             return False, "infra-error", "the cell ended before its session completed"
         if self.verify_passed is not True:
-            return False, "verify-failed", self.verify_detail
+            kind = "step-failed" if self.lane == "tool-cost" else "verify-failed"
+            return False, kind, self.verify_detail
         if self.oracle_passed is not True:
+            if self.lane == "tool-cost":
+                failed = [c["detail"] for c in self.extras.get("oracle_checks", [])
+                          if not c["passed"]]
+                return False, "oracle-failed", "; ".join(failed) or "the oracle failed"
             return False, "oracle-failed", "the hidden oracle failed (its output is not kept)"
         return True, None, None
 
@@ -181,16 +200,38 @@ def error_class(error_kind: str | None) -> str | None:
 
 
 
+class CellIdentity(Protocol):
+    """What a row needs to know of its cell (an agent cell or a scenario cell)."""
+
+    @property
+    def cell_id(self) -> str: ...
+    @property
+    def suite(self) -> str: ...
+    @property
+    def run(self) -> int: ...
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def task_class(self) -> str: ...
+    @property
+    def arm_name(self) -> str: ...
+    @property
+    def arm_kind(self) -> str: ...
+    @property
+    def prompt_text(self) -> str: ...
+
+
 def make_row(
-    *, cell_id: str, suite: str, task: Task, arm: ArmDefinition, run: int, record: CellRecord,
-    sweep_id: str, sandbox_backend: str, worker: str, duration_s: float,
+    *, cell: CellIdentity, record: CellRecord, sweep_id: str, sandbox_backend: str, worker: str,
+    duration_s: float,
 ) -> Row:
     """Turn a cell's record into its row: outcome, figures and provenance."""
     skipped = record.skip_reason is not None
     resolved, kind, detail = (False, None, None) if skipped else record.outcome()
     return Row(
-        schema_version=ROW_SCHEMA_VERSION, sweep_id=sweep_id, cell_id=cell_id, suite=suite,
-        task=task.id, task_class=task.task_class, arm=arm.name, arm_kind=arm.kind, run=run,
+        schema_version=ROW_SCHEMA_VERSION, sweep_id=sweep_id, cell_id=cell.cell_id,
+        suite=cell.suite, task=cell.task_id, task_class=cell.task_class, arm=cell.arm_name,
+        arm_kind=cell.arm_kind, run=cell.run,
         status="skipped" if skipped else "ran", resolved=resolved,
         ok=not skipped and (kind is None or not ERROR_KINDS[kind].is_failure),
         error_kind=kind, error_class=error_class(kind), error_detail=bounded(detail),
@@ -209,11 +250,14 @@ def make_row(
         artifacts=list(record.artifacts), session_ids=list(record.session_ids),
         steps=list(record.steps), task_base_sha=record.task_base_sha,
         sanitized_sha=record.sanitized_sha,
-        task_prompt_digest=hashlib.sha256(task.prompt.encode()).hexdigest(),
+        task_prompt_digest=hashlib.sha256(cell.prompt_text.encode()).hexdigest(),
         oracle_digest=record.oracle_digest, harness_version=__version__,
         sandbox_backend=sandbox_backend, model=record.model, effort=record.effort,
         phases=list(record.phases), main_usage=dict(record.main_usage),
         model_usage=dict(record.model_usage), plugin=record.plugin,
-        skills_fingerprint=record.skills_fingerprint, reused=False, worker=worker,
+        skills_fingerprint=record.skills_fingerprint, lane=record.lane,
+        transport=record.transport, totals=dict(record.totals), extras=dict(record.extras),
+        random_seed=record.random_seed, measurement_lock_wait_ms=record.measurement_lock_wait_ms,
+        subject_version=record.subject_version, reused=False, worker=worker,
         recorded_at=utc_now(),
     )

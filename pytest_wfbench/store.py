@@ -15,6 +15,7 @@ from pytest_wfbench.redact import Redactor
 RESULTS = "results.jsonl"
 REPORT = "report.md"
 ARTIFACTS = "artifacts"
+ENVIRONMENT = "environment.json"
 
 
 class ResultsStore:
@@ -64,3 +65,8 @@ def read_rows(path: Path, sweep_id: str | None = None) -> list[dict[str, Any]]:
         if sweep_id is None or row.get("sweep_id") == sweep_id:
             rows.append(row)
     return rows
+
+
+def read_environment(store: ResultsStore) -> dict[str, Any] | None:
+    path = store.out_dir / ENVIRONMENT
+    return json.loads(path.read_text()) if path.exists() else None

@@ -4,6 +4,9 @@ out dir and work dir through ``workerinput``)."""
 
 from __future__ import annotations
 
+import functools
+import os
+import platform
 import secrets
 import shutil
 import tempfile
@@ -15,7 +18,16 @@ from typing import Any
 from pytest_wfbench import __version__
 from pytest_wfbench.agents import AgentSettings, PluginDir, PluginError, adapter_for, load_plugin
 from pytest_wfbench.agents.claude import api_key_from_environment, find_cli
-from pytest_wfbench.cells import KNOWN_ARMS, Cell, expand
+from pytest_wfbench.cells import (
+    KNOWN_ARMS,
+    AnyCell,
+    Cell,
+    ScenarioCell,
+    expand,
+    expand_scenarios,
+)
+from pytest_wfbench.lanes import skipped_step, subject_version
+from pytest_wfbench.lanes import unavailable as subject_unavailable
 from pytest_wfbench.oracle import OracleSnapshot
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.row import CellRecord, Row, make_row
@@ -45,6 +57,7 @@ class SweepOptions:
     plugin_dir: str | None = None
     plugin_version: str | None = None
     rootdir: Path = Path(".")
+    random_seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,10 @@ class Sweep:
             task_file.path: expand(task_file, options.arms, options.runs)
             for task_file in self.task_files
         }
+        self.scenario_cells: dict[Path, list[ScenarioCell]] = {
+            task_file.path: expand_scenarios(task_file, options.runs, options.random_seed)
+            for task_file in self.task_files
+        }
         self.oracles = {task.id: OracleSnapshot.capture(task)
                         for task_file in self.task_files for task in task_file.tasks}
         self.redactor = Redactor.from_environment(options.secret_env)
@@ -133,8 +150,39 @@ class Sweep:
                 raise AgentArmError(f"arms {plugin_arms}: {error}") from error
         return None
 
-    def skip_reason(self, cell: Cell) -> str | None:
+    def skip_reason(self, cell: AnyCell) -> str | None:
+        if isinstance(cell, ScenarioCell):
+            if cell.scenario.expensive and not self.options.include_expensive:
+                return "expensive scenario: pass --wfbench-include-expensive to run it"
+            return subject_unavailable(cell.subject, cell.scenario)
         return cell.skip_reason(self.options.include_expensive, self.unavailable)
+
+    def skip_record(self, cell: AnyCell, reason: str) -> CellRecord:
+        record = CellRecord(cell_id=cell.cell_id, started=0.0, skip_reason=reason)
+        if isinstance(cell, ScenarioCell):
+            record.lane = "tool-cost"
+            record.steps = [skipped_step(reason)]
+            record.random_seed = cell.random_seed
+        return record
+
+    def all_cells(self) -> dict[str, AnyCell]:
+        found: dict[str, AnyCell] = {}
+        for path in self.cells:
+            found.update({c.cell_id: c for c in self.cells[path]})
+            found.update({c.cell_id: c for c in self.scenario_cells[path]})
+        return found
+
+    def environment(self) -> dict[str, Any]:
+        """Recorded once per sweep: the machine and every subject's version."""
+        subjects = {name: subject for task_file in self.task_files
+                    for name, subject in task_file.subjects.items()}
+        return {
+            "host": platform.node(), "platform": platform.platform(),
+            "python": platform.python_version(), "harness_version": __version__,
+            "cpu_count": os.cpu_count(), "random_seed": self.options.random_seed,
+            "subjects": {name: subject_version(subject) if shutil.which(subject.binary)
+                         else None for name, subject in subjects.items()},
+        }
 
     @property
     def suite_name(self) -> str:
@@ -171,22 +219,26 @@ class Sweep:
             self._templates = TemplateCache(self.identity.work_dir, self.sandbox())
         return self._templates
 
-    def cell_dir(self, cell: Cell) -> Path:
+    @functools.cached_property
+    def subject_versions(self) -> dict[str, str | None]:
+        versions: dict[str, str | None] = self.environment()["subjects"]
+        return versions
+
+    def cell_dir(self, cell: AnyCell) -> Path:
         path = self.identity.work_dir / "cells" / f"{cell.cell_id}-{secrets.token_hex(4)}"
         path.mkdir(parents=True, mode=0o700)
         return path
 
-    def build_row(self, cell: Cell, record: CellRecord, duration_s: float) -> Row:
+    def build_row(self, cell: AnyCell, record: CellRecord, duration_s: float) -> Row:
         """The cell's row as it stands now (redacted, not yet written)."""
         row = make_row(
-            cell_id=cell.cell_id, suite=cell.suite, task=cell.task, arm=cell.arm, run=cell.run,
-            record=record, sweep_id=self.sweep_id, sandbox_backend=self.sandbox_backend,
-            worker=self.worker, duration_s=duration_s,
+            cell=cell, record=record, sweep_id=self.sweep_id,
+            sandbox_backend=self.sandbox_backend, worker=self.worker, duration_s=duration_s,
         )
         row.error_detail = self.redactor.text(row.error_detail) if row.error_detail else None
         return row
 
-    def record_row(self, cell: Cell, record: CellRecord, duration_s: float) -> Row:
+    def record_row(self, cell: AnyCell, record: CellRecord, duration_s: float) -> Row:
         """Build the cell's row and append it at once."""
         row = self.build_row(cell, record, duration_s)
         self.store.append(row.to_json())

@@ -28,7 +28,13 @@ ARM_KINDS = ("script", "claude")
 PHASE_ROLES = ("session", "plan", "work")
 DEFAULT_ALLOWED_TOOLS = ("Bash", "Edit", "Write", "Read", "Glob", "Grep", "Skill")
 
-TOP_KEYS = {"version", "name", "repo", "arms", "arm_definitions", "tasks", "sandbox", "skills"}
+TOP_KEYS = {"version", "name", "repo", "arms", "arm_definitions", "tasks", "sandbox", "skills",
+            "subjects", "scenarios"}
+SUBJECT_KEYS = {"binary", "driver", "version_command", "description"}
+SCENARIO_KEYS = {"id", "kind", "class", "subjects", "remote_hooks", "fault_replays", "timeout",
+                 "expensive"}
+# The scenario kinds of the tool-cost lane (pytest_wfbench.lanes).
+SCENARIO_KINDS = ("task_loop", "agent_task_baseline", "interrupted_publication")
 TASK_KEYS = {
     "id", "class", "repo", "ref", "prompt", "setup", "prepare", "verify", "oracle",
     "gold", "timeout", "expensive", "sandbox",
@@ -148,6 +154,36 @@ class ArmDefinition:
 
 
 @dataclass(frozen=True)
+class SubjectSpec:
+    """A command-line tool a tool-cost scenario measures (e.g. git)."""
+
+    name: str
+    binary: str
+    driver: str
+    """Which scenario implementation drives it (``git`` for git-compatible CLIs)."""
+    version_command: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    """A fixed whole-task motion, performed by each subject (tool-cost lane)."""
+
+    id: str
+    kind: str
+    scenario_class: str
+    subjects: tuple[str, ...]
+    remote_hooks: tuple[tuple[str, str], ...] = ()
+    """Hooks installed on the seeded remote (untimed), e.g. to make it reject pushes."""
+    fault_replays: int = 0
+    """For ``interrupted_publication``: how many times the fault fixture replays a
+    mutation to its backend (0 is an honest fixture; more breaks it on purpose)."""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    expensive: bool = False
+    source: Path = Path(".")
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class TaskFile:
     path: Path
     name: str
@@ -155,6 +191,8 @@ class TaskFile:
     arm_definitions: dict[str, ArmDefinition] = field(default_factory=dict)
     tasks: tuple[Task, ...] = ()
     skills: Path | None = None
+    subjects: dict[str, SubjectSpec] = field(default_factory=dict)
+    scenarios: tuple[ScenarioSpec, ...] = ()
 
 
 def _looks_like_url(location: str) -> bool:
@@ -536,10 +574,14 @@ def load_task_file(
             reader.fail(line, f"unknown arm {name!r}: not built in and not in arm_definitions",
                         field="arms")
         arms.append(name)
+    subjects = _subjects(reader.mapping("subjects"))
+    scenarios = _scenarios(reader, subjects, default_timeout_s)
+    if scenarios and "tasks" not in reader.values:
+        reader.values["tasks"] = _Node([], root.line)
     if "tasks" not in reader.values or not isinstance(reader.values["tasks"].value, list):
         reader.fail(reader.line_of("tasks"), "expected a list of tasks", field="tasks")
     tasks: list[Task] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, int] = {scenario.id: scenario.line for scenario in scenarios}
     for node in reader.values["tasks"].value:
         task = _task(path, node, default_repo, file_sandbox, default_timeout_s)
         if task.id in seen:
@@ -548,7 +590,7 @@ def load_task_file(
                                 task=task.id, field="id")
         seen[task.id] = task.line
         tasks.append(task)
-    if not tasks:
+    if not tasks and not scenarios:
         reader.fail(reader.line_of("tasks"), "the file declares no tasks", field="tasks")
     return TaskFile(
         path=path,
@@ -557,7 +599,79 @@ def load_task_file(
         arm_definitions=arm_definitions,
         tasks=tuple(tasks),
         skills=_skills_folder(reader, path.parent),
+        subjects=subjects,
+        scenarios=scenarios,
     )
+
+
+def _subjects(reader: _Reader | None) -> dict[str, SubjectSpec]:
+    if reader is None:
+        return {}
+    subjects: dict[str, SubjectSpec] = {}
+    for name in reader.values:
+        subject = reader.mapping(name)
+        assert subject is not None
+        if not ARM_NAME_RE.match(name):
+            reader.fail(subject.node.line, "not a valid subject name", field=reader.name(name))
+        subject.check_keys(SUBJECT_KEYS)
+        binary = subject.required_string("binary")
+        version = tuple(v for v, _ in subject.string_list("version_command"))
+        subjects[name] = SubjectSpec(name=name, binary=binary,
+                                     driver=subject.string("driver") or name,
+                                     version_command=version or (binary, "--version"))
+    return subjects
+
+
+def _scenarios(reader: _Reader, subjects: dict[str, SubjectSpec],
+               default_timeout_s: float) -> tuple[ScenarioSpec, ...]:
+    if "scenarios" not in reader.values:
+        return ()
+    node = reader.values["scenarios"]
+    if not isinstance(node.value, list) or not node.value:
+        reader.fail(node.line, "expected a non-empty list of scenarios", field="scenarios")
+    scenarios: list[ScenarioSpec] = []
+    seen: dict[str, int] = {}
+    for item in node.value:
+        raw_id = item.value.get("id") if isinstance(item.value, dict) else None
+        scenario_id = raw_id.value if raw_id is not None else None
+        entry = _Reader(reader.path, item,
+                        task=scenario_id if isinstance(scenario_id, str) else None, prefix="")
+        entry.check_keys(SCENARIO_KEYS)
+        sid = entry.required_string("id")
+        if not TASK_ID_RE.match(sid):
+            entry.fail(entry.line_of("id"), f"{sid!r} is not a valid scenario id", field="id")
+        if sid in seen:
+            entry.fail(entry.line_of("id"), f"duplicate scenario id (first at line {seen[sid]})",
+                       field="id")
+        seen[sid] = item.line
+        kind = entry.required_string("kind")
+        if kind not in SCENARIO_KINDS:
+            entry.fail(entry.line_of("kind"), f"unknown scenario kind {kind!r} (known: "
+                       f"{', '.join(SCENARIO_KINDS)})", field="kind")
+        names = []
+        for name, line in entry.string_list("subjects"):
+            if name not in subjects:
+                entry.fail(line, f"unknown subject {name!r} (declare it under 'subjects')",
+                           field="subjects")
+            names.append(name)
+        if not names:
+            entry.fail(item.line, "a scenario needs at least one subject", field="subjects")
+        hooks = entry.mapping("remote_hooks")
+        replays = entry.values.get("fault_replays")
+        if replays is not None and (isinstance(replays.value, bool)
+                                    or not isinstance(replays.value, int) or replays.value < 0):
+            entry.fail(replays.line, "expected a whole number >= 0", field="fault_replays")
+        scenarios.append(ScenarioSpec(
+            id=sid, kind=kind, scenario_class=entry.string("class", default=kind) or kind,
+            subjects=tuple(names),
+            remote_hooks=tuple((hook, str(value.value)) for hook, value in
+                               (hooks.values.items() if hooks else ())),
+            fault_replays=int(replays.value) if replays is not None else 0,
+            timeout_s=entry.number("timeout", default_timeout_s),
+            expensive=entry.boolean("expensive", False),
+            source=reader.path, line=item.line,
+        ))
+    return tuple(scenarios)
 
 
 def load_task_files(
@@ -569,10 +683,12 @@ def load_task_files(
              for path in paths]
     owner: dict[str, Path] = {}
     for task_file in files:
-        for task in task_file.tasks:
-            if task.id in owner and owner[task.id] != task_file.path:
-                raise TaskFileError(task_file.path, task.line,
-                                    f"task id also used in {owner[task.id]}; cell ids must be "
-                                    "unique in a sweep", task=task.id, field="id")
-            owner[task.id] = task_file.path
+        ids = [(t.id, t.line) for t in task_file.tasks]
+        ids += [(s.id, s.line) for s in task_file.scenarios]
+        for task_id, line in ids:
+            if task_id in owner and owner[task_id] != task_file.path:
+                raise TaskFileError(task_file.path, line,
+                                    f"task id also used in {owner[task_id]}; cell ids must be "
+                                    "unique in a sweep", task=task_id, field="id")
+            owner[task_id] = task_file.path
     return files

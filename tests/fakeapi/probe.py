@@ -89,7 +89,8 @@ def install_root(claude: str) -> str:
 
 
 def bwrap_prefix(ws: str, home: str, claude: str, env: dict[str, str]) -> list[str]:
-    args = ["bwrap", "--ro-bind", "/usr", "/usr"]
+    # /tmp first: the CLI may be installed under the host's /tmp (a CI clone).
+    args = ["bwrap", "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib64"):
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
@@ -106,7 +107,6 @@ def bwrap_prefix(ws: str, home: str, claude: str, env: dict[str, str]) -> list[s
         "--ro-bind", "/etc", "/etc",
         "--proc", "/proc",
         "--dev", "/dev",
-        "--tmpfs", "/tmp",
         "--bind", ws, SANDBOX_WS,
         "--bind", home, SANDBOX_HOME,
         "--unshare-all",
