@@ -11,6 +11,18 @@ CLI := $(CLI_DIR)/node_modules/.bin/claude
 CLI_STAMP := $(CLI_DIR)/.installed-$(CLAUDE_CODE_VERSION)
 DEMO_MODEL ?= claude-sonnet-4-5
 
+# $(call need,COMMAND,DEBIAN-PACKAGE): install it with apt when missing and we are
+# root; otherwise stop with the exact command to run.
+define need
+@command -v $(1) >/dev/null 2>&1 || { \
+  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+    echo "installing $(2) with apt-get"; \
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
+  else \
+    echo "$(1) is missing. Install it with: sudo apt-get install $(2)"; exit 1; \
+  fi; }
+endef
+
 .PHONY: demo test lint typecheck unit bench python sandbox cli clean
 
 python:
@@ -26,22 +38,10 @@ $(STAMP): pyproject.toml | python
 	touch $@
 
 sandbox:
-	@command -v bwrap >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing bubblewrap with apt-get"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
-	  else \
-	    echo "bubblewrap is missing. Install it with: sudo apt-get install bubblewrap"; exit 1; \
-	  fi; }
+	$(call need,bwrap,bubblewrap)
 
 $(CLI_STAMP):
-	@command -v npm >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing npm with apt-get"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
-	  else \
-	    echo "npm is missing (needed for the Claude Code CLI). Install it with: sudo apt-get install npm"; exit 1; \
-	  fi; }
+	$(call need,npm,npm)
 	mkdir -p $(CLI_DIR)
 	npm install --silent --no-audit --no-fund --prefix $(CLI_DIR) @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
 	$(CLI) --version | grep -q '^$(CLAUDE_CODE_VERSION) ' || { echo "$(CLI) is not version $(CLAUDE_CODE_VERSION)"; exit 1; }
