@@ -20,6 +20,7 @@ import yaml
 SCHEMA_VERSION = 1
 TASK_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 ARM_NAME_RE = TASK_ID_RE
+HOOK_NAME_RE = re.compile(r"^[a-z][a-z-]*$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_TIMEOUT_S = 1800.0
 BUILTIN_ARMS = ("gold", "noop")
@@ -615,6 +616,7 @@ def _subjects(reader: _Reader | None) -> dict[str, SubjectSpec]:
             reader.fail(subject.node.line, "not a valid subject name", field=reader.name(name))
         subject.check_keys(SUBJECT_KEYS)
         binary = subject.required_string("binary")
+        subject.string("description")  # free text, checked for its type only
         version = tuple(v for v, _ in subject.string_list("version_command"))
         subjects[name] = SubjectSpec(name=name, binary=binary,
                                      driver=subject.string("driver") or name,
@@ -653,10 +655,19 @@ def _scenarios(reader: _Reader, subjects: dict[str, SubjectSpec],
             if name not in subjects:
                 entry.fail(line, f"unknown subject {name!r} (declare it under 'subjects')",
                            field="subjects")
+            if name in names:
+                entry.fail(line, f"subject {name!r} is listed twice", field="subjects")
             names.append(name)
         if not names:
             entry.fail(item.line, "a scenario needs at least one subject", field="subjects")
         hooks = entry.mapping("remote_hooks")
+        for hook, value in (hooks.values.items() if hooks else ()):
+            assert hooks is not None
+            if not HOOK_NAME_RE.match(hook):
+                hooks.fail(value.line, "not a git hook name", field=hooks.name(hook))
+            if not isinstance(value.value, str):
+                hooks.fail(value.line, "expected the hook's shell script as a string",
+                           field=hooks.name(hook))
         replays = entry.values.get("fault_replays")
         if replays is not None and (isinstance(replays.value, bool)
                                     or not isinstance(replays.value, int) or replays.value < 0):

@@ -177,3 +177,17 @@ def test_subject_order_is_a_pure_function() -> None:
     assert sorted(subject_order(names, 1, "s", 2)) == names
     orders = {tuple(subject_order(names, seed, "s", 1)) for seed in range(20)}
     assert len(orders) > 1
+
+
+def test_a_step_past_the_scenario_timeout_is_killed_and_fails(
+    pytester: pytest.Pytester
+) -> None:
+    task_file = lane_file(pytester.path, [{"id": "slow", "kind": "task_loop", "subjects": ["git"],
+                                           "timeout": 3,
+                                           "remote_hooks": {"pre-receive": "sleep 60"}}])
+    result, rows = run(pytester, task_file)
+    result.assert_outcomes(failed=1)
+    row = rows["slow-git-r1"]
+    assert row["error_kind"] == "step-failed" and "task.publish exited 137" in row["error_detail"]
+    publish = next(s for s in row["steps"] if s["operation"] == "task.publish")
+    assert "timed out" in publish["reason"] and publish["elapsed_ms"] < 30_000

@@ -20,7 +20,10 @@ from pytest_wfbench.tasks import (
     PHASE_KEYS,
     PHASE_ROLES,
     SANDBOX_KEYS,
+    SCENARIO_KEYS,
+    SCENARIO_KINDS,
     SCRIPT_ARM_KEYS,
+    SUBJECT_KEYS,
     TASK_KEYS,
     TOP_KEYS,
     TaskFileError,
@@ -29,6 +32,7 @@ from pytest_wfbench.tasks import (
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO = REPO_ROOT / "tasks" / "demo.yaml"
+VCS_LOOP = REPO_ROOT / "tasks" / "vcs-loop.yaml"
 
 Doc = dict[str, Any]
 
@@ -130,6 +134,25 @@ def _agent_arm_without_phases(doc: Doc) -> None:
     doc["arm_definitions"] = {"my-flow": {"agent": "claude", "description": "no phases"}}
 
 
+def _scenario(**fields: Any) -> Callable[[Doc], None]:
+    """A subject ``git`` and one scenario ``loop`` performed by it, plus ``fields``."""
+
+    def mutate(doc: Doc) -> None:
+        doc["subjects"] = {"git": {"binary": "git"}}
+        doc["scenarios"] = [
+            {"id": "loop", "kind": "task_loop", "subjects": ["git"], **fields}
+        ]
+
+    return mutate
+
+
+def _drop_top(key: str) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        del doc[key]
+
+    return mutate
+
+
 # (case id, mutation of the valid base document, field the loader must blame)
 INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
     ("unknown-top-level-key", _set_top("extra", 1), "extra"),
@@ -145,6 +168,9 @@ INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
     ("agent-arm-without-phases", _agent_arm_without_phases, "arm_definitions.my-flow.phases"),
     ("negative-timeout", _set_task("timeout", -5), "timeout"),
     ("relative-read-only", _set_task("sandbox", {"read_only": ["opt/tools"]}), "sandbox.read_only"),
+    ("no-tasks-and-no-scenarios", _drop_top("tasks"), "tasks"),
+    ("unknown-scenario-key", _scenario(bogus="x"), "bogus"),
+    ("unknown-scenario-kind", _scenario(kind="bisect"), "kind"),
 ]
 
 
@@ -156,6 +182,13 @@ def test_schema_is_a_valid_draft_2020_12_schema(schema: Doc) -> None:
 
 def test_demo_task_file_validates(validator: jsonschema.Draft202012Validator) -> None:
     assert _schema_errors(validator, DEMO) == []
+
+
+def test_vcs_loop_task_file_validates(validator: jsonschema.Draft202012Validator) -> None:
+    assert _schema_errors(validator, VCS_LOOP) == []
+    loaded = load_task_file(VCS_LOOP)
+    assert [scenario.kind for scenario in loaded.scenarios] == list(SCENARIO_KINDS)
+    assert loaded.tasks == ()
 
 
 def test_base_document_is_valid_for_both(
@@ -215,6 +248,49 @@ def test_invalid_document_is_rejected_by_schema_and_loader(
     assert info.value.field == field, str(info.value)
 
 
+@pytest.mark.parametrize("tasks", [None, []], ids=["tasks-absent", "tasks-empty"])
+def test_scenarios_without_tasks_are_valid_for_both(
+    tmp_path: Path, validator: jsonschema.Draft202012Validator, tasks: list[Doc] | None
+) -> None:
+    doc: Doc = {
+        "version": 1,
+        "subjects": {
+            "git": {"binary": "git"},
+            "my-git": {
+                "binary": "/usr/bin/git",
+                "driver": "git",
+                "version_command": ["git", "version"],
+                "description": "git again",
+            },
+        },
+        "scenarios": [
+            {"id": "loop", "kind": "task_loop", "subjects": ["git", "my-git"]},
+            {
+                "id": "push-lost",
+                "kind": "interrupted_publication",
+                "class": "faults",
+                "subjects": ["my-git"],
+                "remote_hooks": {"pre-receive": "exit 1"},
+                "fault_replays": 0,
+                "timeout": 30,
+                "expensive": True,
+            },
+        ],
+    }
+    if tasks is not None:
+        doc["tasks"] = tasks
+    path = _write(tmp_path, doc)
+    assert _schema_errors(validator, path) == []
+    loaded = load_task_file(path)
+    assert loaded.tasks == ()
+    assert loaded.subjects["git"].version_command == ("git", "--version")
+    assert loaded.subjects["my-git"].driver == "git"
+    loop, lost = loaded.scenarios
+    assert (loop.scenario_class, loop.subjects) == ("task_loop", ("git", "my-git"))
+    assert (lost.scenario_class, lost.remote_hooks) == ("faults", (("pre-receive", "exit 1"),))
+    assert (lost.fault_replays, lost.timeout_s, lost.expensive) == (0, 30.0, True)
+
+
 def test_claude_arm_is_valid_for_both(
     tmp_path: Path, validator: jsonschema.Draft202012Validator
 ) -> None:
@@ -271,6 +347,14 @@ def test_schema_keys_match_loader_keys(schema: Doc) -> None:
     assert _property_names(defs["scriptArm"]) == SCRIPT_ARM_KEYS
     assert _property_names(defs["claudeArm"]) == AGENT_ARM_KEYS
     assert _property_names(defs["phase"]) == PHASE_KEYS
+    assert _property_names(defs["subject"]) == SUBJECT_KEYS
+    assert _property_names(defs["scenario"]) == SCENARIO_KEYS
+    assert tuple(defs["scenario"]["properties"]["kind"]["enum"]) == SCENARIO_KINDS
+    assert schema["properties"]["subjects"]["additionalProperties"] == {"$ref": "#/$defs/subject"}
+    assert schema["properties"]["scenarios"]["items"] == {"$ref": "#/$defs/scenario"}
+    assert {tuple(branch["required"]) for branch in schema["anyOf"]} == {
+        ("tasks",), ("scenarios",)
+    }
     assert schema["properties"]["arm_definitions"]["additionalProperties"] == {
         "$ref": "#/$defs/armDefinition"
     }
@@ -293,7 +377,7 @@ def test_schema_rejects_unknown_keys_everywhere(schema: Doc) -> None:
     defs = schema["$defs"]
     for node in (
         schema, defs["task"], defs["oracle"], defs["sandbox"], defs["scriptArm"],
-        defs["claudeArm"], defs["phase"],
+        defs["claudeArm"], defs["phase"], defs["subject"], defs["scenario"],
     ):
         assert node["additionalProperties"] is False, node.get("title")
 

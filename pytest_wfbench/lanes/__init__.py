@@ -73,7 +73,8 @@ def run_scenario(subject: SubjectSpec, scenario: ScenarioSpec, root: Path, *,
                  admitted_chars: int, lock_path: Path = MEASUREMENT_LOCK) -> LaneResult:
     home = root / "home"
     home.mkdir(parents=True, exist_ok=True)
-    recorder = StepRecorder(admitted_chars=admitted_chars, env=subject_env(home))
+    recorder = StepRecorder(admitted_chars=admitted_chars, env=subject_env(home),
+                            timeout_s=scenario.timeout_s)
     result = LaneResult()
     implementation = DRIVERS[subject.driver][scenario.kind]
     try:

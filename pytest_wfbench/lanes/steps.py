@@ -5,6 +5,7 @@ an agent would read (command plus admitted output, characters / 4)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -17,6 +18,8 @@ from pytest_wfbench.session import estimate_tokens
 # A step that could not run is recorded with the exit code of a skipped test.
 SKIPPED_RETURNCODE = 77
 STEP_KINDS = ("vcs", "edit", "harness", "summary")
+# A step killed at the scenario's timeout, as a shell reports a SIGKILL.
+TIMED_OUT_RETURNCODE = 137
 
 
 class StepFailed(Exception):
@@ -57,8 +60,11 @@ class Step:
 class StepRecorder:
     """Runs and records a scenario's steps, in order."""
 
-    def __init__(self, *, admitted_chars: int, env: Mapping[str, str]) -> None:
+    def __init__(self, *, admitted_chars: int, env: Mapping[str, str],
+                 timeout_s: float = 1800.0) -> None:
         self.admitted_chars = admitted_chars
+        self.deadline = time.monotonic() + timeout_s
+        self.timeout_s = timeout_s
         self.env = dict(env)
         self.steps: list[Step] = []
         self.phase = "setup"
@@ -72,8 +78,18 @@ class StepRecorder:
         """Run one command as one tool call of an agent's terminal."""
         command = " ".join(argv)
         started = time.perf_counter()
-        result = subprocess.run(list(argv), cwd=cwd, env=self.env, capture_output=True,
-                                check=False)
+        # Its own process group, so a timeout kills what it started too (hooks).
+        process = subprocess.Popen(list(argv), cwd=cwd, env=self.env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            stdout, stderr = process.communicate(
+                timeout=max(self.deadline - time.monotonic(), 0.001))
+            returncode = process.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            returncode = TIMED_OUT_RETURNCODE
+        result = subprocess.CompletedProcess(list(argv), returncode, stdout, stderr)
         elapsed = (time.perf_counter() - started) * 1000
         out = result.stdout.decode("utf-8", "replace")
         err = result.stderr.decode("utf-8", "replace")
@@ -85,6 +101,8 @@ class StepRecorder:
             tool_calls={"total": 1, "terminal": 1, "vcs": 1 if kind == "vcs" else 0},
             stdout_bytes=len(result.stdout), stderr_bytes=len(result.stderr), output_cut=cut,
             estimated_tokens=tokens, value=out,
+            reason=f"timed out (scenario timeout {self.timeout_s:g}s)"
+            if result.returncode == TIMED_OUT_RETURNCODE else None,
         )
         self.steps.append(step)
         if check and not step.expected:
