@@ -51,6 +51,19 @@ def combined_digest(snapshot: OracleSnapshot, template: Template) -> str:
     return hashlib.sha256(f"{snapshot.digest}:{template.hidden_digest}".encode()).hexdigest()
 
 
+def real_directories(root: Path, relative: Path) -> Path:
+    """``root / relative`` as real directories: any component the agent left as a
+    symlink or a file is replaced, so the harness never writes through a link
+    to somewhere outside the judged copy."""
+    current = root
+    for part in relative.parts:
+        current = current / part
+        if current.is_symlink() or (current.exists() and not current.is_dir()):
+            current.unlink()
+        current.mkdir(exist_ok=True)
+    return current
+
+
 def run_oracle(
     task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,
     workspace: Path, cell_dir: Path,
@@ -72,12 +85,11 @@ def run_oracle(
         judged = stage / "workspace"
         copy_tree(workspace, judged)
         for hidden in task.oracle.hidden_paths:
-            target = judged / hidden
+            target = real_directories(judged, Path(hidden).parent) / Path(hidden).name
             if target.is_symlink() or target.is_file():
                 target.unlink()
             elif target.exists():
                 shutil.rmtree(target)
-            target.parent.mkdir(parents=True, exist_ok=True)
             copy_tree(template.hidden_store / hidden, target)
         result = sandbox.run(task.oracle.command, workspace=judged, writable=False,
                              network=False, timeout_s=task.timeout_s, env=env, mounts=mounts)

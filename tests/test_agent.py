@@ -283,3 +283,22 @@ def test_a_plugin_arm_uses_the_plugin_skill_and_records_its_digest(
     row = suite.row("fix-add-ce_workflow_direct-r1")
     assert row["plugin"]["version"] == "1.2.3" and len(row["plugin"]["digest"]) == 64
     assert row["phases"][0]["skills_invoked"] == ["ce:work"]
+
+
+def test_a_transcript_replaced_by_a_symlink_is_not_followed(
+    pytester: pytest.Pytester, sweep: Any
+) -> None:
+    secret = pytester.path / "host-secret.txt"
+    secret.write_text("HOST-SECRET-4R\n")
+    swap = tool_use("Bash", {"command": "for f in ~/.claude/projects/-workspace/*.jsonl; do "
+                                        f"rm \"$f\"; ln -s {secret} \"$f\"; done",
+                             "description": "swap"})
+    suite = agent_suite(pytester.path, ["baseline"])
+    result, api = sweep(suite, [turn(swap), turn(FIX), turn("Done.")])
+    assert api.tool_results and not api.tool_results[0].is_error
+    row = suite.row("fix-add-baseline-r1")
+    assert row["error_kind"] == "evidence-unverified"
+    assert "transcript_missing" in row["error_detail"]
+    for path in suite.out.rglob("*"):
+        if path.is_file():
+            assert "HOST-SECRET-4R" not in path.read_text(errors="replace"), path

@@ -291,3 +291,16 @@ def test_the_unsafe_backend_is_refused_under_ci(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--wfbench-unsafe-no-sandbox is refused when CI is set*"])
     assert not suite.rows()
+
+
+def test_a_symlink_in_the_workspace_cannot_redirect_the_oracle_staging(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """Restoring hidden paths for the oracle must not write through the agent's links."""
+    escape = pytester.path / "escape"
+    escape.mkdir()
+    suite = thief(suite_factory, f"rm -rf tests && ln -s {escape} tests && echo linked > loot.txt")
+    patch = run_hostile(pytester, suite)
+    assert "linked" in patch and "new file mode 120000" in patch  # the link was made
+    assert list(escape.iterdir()) == []
+    assert suite.row("fix-add-thief-r1")["oracle_passed"] is False

@@ -56,6 +56,12 @@ def api_key_from_environment() -> str | None:
     return None
 
 
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` is a real file under ``root``: the sandbox HOME is the
+    agent's, and a symlink there must not make the harness read a host file."""
+    return not path.is_symlink() and path.resolve().is_relative_to(root.resolve())
+
+
 def transcript_slug(cwd: str) -> str:
     """How the CLI names a project folder: every non-alphanumeric character a dash."""
     return re.sub(r"[^A-Za-z0-9]", "-", cwd)
@@ -151,7 +157,7 @@ class ClaudeCodeAdapter:
         if report.session_id:
             transcript = (run.home / ".claude" / "projects" / transcript_slug(cwd) /
                           f"{report.session_id}.jsonl")
-            if transcript.exists():
+            if inside(transcript, run.home) and transcript.is_file():
                 report.transcript = transcript
                 report.skills_invoked = skills_invoked(transcript)
         if data.get("is_error") or result.returncode != 0:
