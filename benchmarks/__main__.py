@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--profile] [--repeat N] [--markdown]``
+"""``python -m benchmarks [--quick] [--repeat N] [--profile] [--markdown] ...``
 
 Measures pytest-wfbench's own overhead (see :mod:`benchmarks`), prints a
 compact table and writes every figure, with the machine's facts, to
@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.machine import machine_facts
+from benchmarks.machine import machine_facts, tmpfs_dir
 from benchmarks.measure import (
     BenchmarkError,
     collect_argv,
@@ -74,8 +74,10 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, metavar="N",
                         help="xdist workers of the parallel sweep (default 2)")
     parser.add_argument("--profile", action="store_true",
-                        help="also run the serial sweep and a collection under cProfile "
-                             "and report the hot spots")
+                        help="also run the serial sweep and both collections under "
+                             "cProfile and report the hot spots")
+    parser.add_argument("--no-tmpfs", action="store_true",
+                        help="skip the serial sweep with the work dir on /dev/shm")
     parser.add_argument("--markdown", action="store_true",
                         help="print the table as markdown (for the README)")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, metavar="PATH",
@@ -130,18 +132,24 @@ def _generic(argv: list[str], scratch: Path) -> str:
 def run_sweeps(size: Size, scratch: Path, args: argparse.Namespace) -> dict[str, Any]:
     workload = make_sweep_workload(scratch / "sweep", size.repo, size.sweep_tasks)
     runs: dict[str, Any] = {}
-    for label, workers in (("serial", 0), (f"n{args.workers}", args.workers)):
-        def sample(i: int, label: str = label, workers: int = workers) -> dict[str, Any]:
-            return sweep_once(workload, scratch / "runs", f"sweep-{label}-{i}", workers)
+    configs: list[tuple[str, int, str | None]] = [
+        ("serial", 0, None), (f"n{args.workers}", args.workers, None)]
+    shm = None if args.no_tmpfs else tmpfs_dir()
+    if shm:
+        configs.append(("serial-tmpfs", 0, shm))
+    for label, workers, tmpdir in configs:
+        def sample(i: int, label: str = label, workers: int = workers,
+                   tmpdir: str | None = tmpdir) -> dict[str, Any]:
+            return sweep_once(workload, scratch / "runs", f"sweep-{label}-{i}", workers, tmpdir)
 
         runs[label] = _repeated(f"sweep {label}", args.repeat, sample)
-        runs[label]["workers"] = workers
+        runs[label].update(workers=workers, tmpdir=tmpdir)
     return {
         "repo_files": workload.repo_files,
         "tasks": workload.tasks,
         "command": _generic(sweep_argv(workload, Path("OUT"), 0), scratch),
         "runs": runs,
-        "reference": reference_costs(workload, scratch / "runs"),
+        "reference": reference_costs(workload, scratch / "runs", shm),
         "_workload": workload,
     }
 
@@ -198,16 +206,19 @@ def _mib(value: Any) -> str:
 
 def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
     sweep, collection = results["sweep"], results["collection"]
-    serial = sweep["runs"]["serial"]
-    parallel = next(v for k, v in sweep["runs"].items() if k != "serial")
-    runs = (serial, parallel)
+    runs = list(sweep["runs"].values())
+
+    def header(run: dict[str, Any]) -> str:
+        name = f"-n {run['workers']}" if run["workers"] else "serial"
+        return f"{name}, TMPDIR={run['tmpdir']}" if run.get("tmpdir") else name
+
     rows: list[tuple[str, ...]] = [
-        (f"Sweep: {sweep['tasks']} noop cells, {sweep['repo_files']:,}-file repo", "serial",
-         f"-n {parallel['workers']}"),
+        (f"Sweep: {sweep['tasks']} noop cells, {sweep['repo_files']:,}-file repo",
+         *(header(r) for r in runs)),
         ("sweep wall time", *(_s(r["wall_s"]) for r in runs)),
         ("per-cell duration_s (median of rows)", *(_s(r["cell_median_s"]) for r in runs)),
         ("template build (first cell - median of rest)",
-         _s(serial["template_build_estimate_s"]), ""),
+         *(_s(r["template_build_estimate_s"]) if not r["workers"] else "" for r in runs)),
         ("pytest start-up", *(_s(r.get("startup_s")) for r in runs)),
         ("configure (load tasks, preflight)", *(_s(r.get("configure_s")) for r in runs)),
         ("collection", *(_s(r.get("collection_s")) if not r["workers"] else "in workers"
@@ -234,6 +245,8 @@ def table_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
     rows += [
         ("Reference (this machine)", "", ""),
         (f"cp -a of the {sweep['repo_files']:,}-file repo", _s(reference["cp_repo_s"], 3), ""),
+        *([(f"cp -a of the repo to {reference['tmpfs']}", _s(reference["cp_repo_tmpfs_s"], 3),
+            "")] if reference.get("tmpfs") else []),
         ("bwrap ... true", _s(reference["bwrap_true_s"], 3), ""),
     ]
     return rows
@@ -258,16 +271,24 @@ def render_plain(rows: list[tuple[str, ...]]) -> str:
 
 
 def render_markdown(rows: list[tuple[str, ...]]) -> str:
-    cols = max(len(r) for r in rows)
-    lines = []
+    """One markdown table per section, the section's row as its header."""
+    sections: list[list[tuple[str, ...]]] = []
     for row in rows:
-        cells = [*row, *([""] * (cols - len(row)))]
-        if _is_section(row):
-            cells = [f"**{c}**" if c else c for c in cells]
-        lines.append("| " + " | ".join(cells) + " |")
-        if len(lines) == 1:
-            lines.append("|" + "---|" * cols)
-    return "\n".join(lines)
+        if _is_section(row) or not sections:
+            sections.append([])
+        sections[-1].append(row)
+    tables = []
+    for section in sections:
+        cols = max(2, *(max((i + 1 for i, c in enumerate(r) if c), default=0)
+                        for r in section))
+        lines = []
+        for row in section:
+            cells = [*row[:cols], *([""] * (cols - len(row)))]
+            lines.append("| " + " | ".join(cells) + " |")
+            if len(lines) == 1:
+                lines.append("|---" + "|--:" * (cols - 1) + "|")
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
 
 
 def machine_line(machine: dict[str, Any]) -> str:

@@ -62,6 +62,15 @@ def _filesystem(path: Path) -> str | None:
     return kind
 
 
+def tmpfs_dir() -> str | None:
+    """``/dev/shm`` when it is a writable tmpfs (a RAM-backed place for the
+    harness's work dir), else None."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK) and _filesystem(shm) == "tmpfs":
+        return str(shm)
+    return None
+
+
 def _repo_commit(repo_root: Path) -> str | None:
     sha = _command(["git", "rev-parse", "--short=12", "HEAD"], cwd=repo_root)
     if sha is None:

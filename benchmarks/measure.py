@@ -16,6 +16,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,12 +66,17 @@ def sweep_argv(workload: SweepWorkload, out: Path, workers: int, *extra: str) ->
     return argv
 
 
-def sweep_once(workload: SweepWorkload, scratch: Path, label: str, workers: int) -> dict[str, Any]:
-    """One real sweep of the workload's noop cells; figures from its rows."""
+def sweep_once(
+    workload: SweepWorkload, scratch: Path, label: str, workers: int, tmpdir: str | None = None
+) -> dict[str, Any]:
+    """One real sweep of the workload's noop cells; figures from its rows.
+    ``tmpdir`` moves the harness's work dir (templates, clones, staged oracles),
+    which lives under ``$TMPDIR``."""
     out = scratch / f"out-{label}"
     shutil.rmtree(out, ignore_errors=True)
     measured = run_measured(sweep_argv(workload, out, workers), cwd=workload.root,
-                            log=scratch / "logs" / f"{label}.log")
+                            log=scratch / "logs" / f"{label}.log",
+                            env_extra={"TMPDIR": tmpdir} if tmpdir else None)
     rows = [r for r in read_results(out) if r.get("status") == "ran"]
     if len(rows) != workload.tasks:
         raise _failed(f"sweep {label}", measured,
@@ -105,21 +111,34 @@ def sweep_once(workload: SweepWorkload, scratch: Path, label: str, workers: int)
     return result
 
 
-def reference_costs(workload: SweepWorkload, scratch: Path) -> dict[str, float | None]:
-    """What a cell cannot avoid on this machine: one ``cp -a`` of the repo and
-    one trivial bubblewrap command."""
-    repo = workload.root / "repo"
+def _copy_time(repo: Path, into: Path) -> float | None:
+    """Median time of three ``cp -a`` of the repo into the folder ``into``."""
     copies = []
-    for i in range(3):
-        target = scratch / f"reference-copy-{i}"
-        start = time.perf_counter()
-        copied = subprocess.run(["cp", "-a", "--reflink=auto", str(repo), str(target)],
-                                capture_output=True, check=False)
-        if copied.returncode != 0:
-            break
-        copies.append(time.perf_counter() - start)
-    for i in range(3):
-        shutil.rmtree(scratch / f"reference-copy-{i}", ignore_errors=True)
+    targets = [into / f"wfbench-reference-copy-{i}" for i in range(3)]
+    try:
+        for target in targets:
+            start = time.perf_counter()
+            copied = subprocess.run(["cp", "-a", "--reflink=auto", str(repo), str(target)],
+                                    capture_output=True, check=False)
+            if copied.returncode != 0:
+                break
+            copies.append(time.perf_counter() - start)
+    finally:
+        for target in targets:
+            shutil.rmtree(target, ignore_errors=True)
+    return _median(copies)
+
+
+def reference_costs(workload: SweepWorkload, scratch: Path, tmpfs: str | None) -> dict[str, Any]:
+    """What a cell cannot avoid on this machine: a ``cp -a`` of the repo (into
+    the scratch dir, and into the tmpfs) and one trivial bubblewrap command."""
+    repo = workload.root / "repo"
+    scratch.mkdir(parents=True, exist_ok=True)
+    cp_s = _copy_time(repo, scratch)
+    cp_tmpfs_s = None
+    if tmpfs:
+        with tempfile.TemporaryDirectory(dir=tmpfs) as into:
+            cp_tmpfs_s = _copy_time(repo, Path(into))
     bwrap_argv = ["bwrap", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
                   "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
                   "--proc", "/proc", "--dev", "/dev", "--unshare-all", "--die-with-parent",
@@ -134,7 +153,8 @@ def reference_costs(workload: SweepWorkload, scratch: Path) -> dict[str, float |
         if ran.returncode != 0:
             break
         samples.append(time.perf_counter() - start)
-    return {"cp_repo_s": _median(copies), "bwrap_true_s": _median(samples)}
+    return {"cp_repo_s": cp_s, "tmpfs": tmpfs, "cp_repo_tmpfs_s": cp_tmpfs_s,
+            "bwrap_true_s": _median(samples)}
 
 
 # ---------------------------------------------------------------------- collection

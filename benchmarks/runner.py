@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,8 +51,11 @@ def pytest_argv(*args: str) -> list[str]:
             "-p", "benchmarks.phases", *args]
 
 
-def run_measured(argv: Sequence[str], *, cwd: Path, log: Path) -> Measured:
+def run_measured(
+    argv: Sequence[str], *, cwd: Path, log: Path, env_extra: Mapping[str, str] | None = None
+) -> Measured:
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    env.update(env_extra or {})
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
     marks_file = log.with_suffix(".phases.json")
