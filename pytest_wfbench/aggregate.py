@@ -126,14 +126,15 @@ def _ordered(values: Iterable[str]) -> list[str]:
 def summarize(rows: Sequence[Row], baseline_arm: str | None = None) -> Summary:
     """Group rows per (task, arm) and per arm; health per arm; savings against
     the baseline arm when it is in the sweep (``baseline`` by default)."""
+    per_cell: dict[tuple[str, str], list[Row]] = {}
+    per_arm: dict[str, list[Row]] = {}
+    for r in rows:
+        per_cell.setdefault((r["task"], r["arm"]), []).append(r)
+        per_arm.setdefault(r["arm"], []).append(r)
     tasks = _ordered(r["task"] for r in rows)
-    arms = _ordered(r["arm"] for r in rows)
-    cells = [
-        group(selected, task, arm)
-        for task in tasks for arm in arms
-        if (selected := [r for r in rows if r["task"] == task and r["arm"] == arm])
-    ]
-    per_arm = {arm: [r for r in rows if r["arm"] == arm] for arm in arms}
+    arms = list(per_arm)
+    cells = [group(per_cell[(task, arm)], task, arm)
+             for task in tasks for arm in arms if (task, arm) in per_cell]
     arm_groups = [group(per_arm[arm], None, arm) for arm in arms]
     baseline = baseline_arm if baseline_arm is not None else "baseline"
     if baseline not in per_arm:

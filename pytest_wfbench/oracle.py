@@ -82,8 +82,11 @@ def run_oracle(
             mount = Mount(files, f"/oracle-{secrets.token_hex(12)}")
             mounts.append(mount)
             env["WFBENCH_ORACLE_DIR"] = sandbox.mount_path(mount)
-        judged = stage / "workspace"
-        copy_tree(workspace, judged)
+        # The arm has exited: without hidden paths to give back, the final
+        # workspace itself is judged, read-only; otherwise a throw-away copy.
+        judged = stage / "workspace" if task.oracle.hidden_paths else workspace
+        if task.oracle.hidden_paths:
+            copy_tree(workspace, judged)
         for hidden in task.oracle.hidden_paths:
             target = real_directories(judged, Path(hidden).parent) / Path(hidden).name
             if target.is_symlink() or target.is_file():

@@ -27,7 +27,14 @@ from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, make_sandbox, preflight
 from pytest_wfbench.session import DEFAULT_ADMITTED_OUTPUT_CHARS
 from pytest_wfbench.store import ENVIRONMENT, REPORT, read_environment, read_rows
-from pytest_wfbench.sweep import AgentArmError, Sweep, SweepIdentity, SweepOptions
+from pytest_wfbench.sweep import (
+    AgentArmError,
+    Sweep,
+    SweepIdentity,
+    SweepOptions,
+    load_sweep_files,
+    suite_name,
+)
 from pytest_wfbench.tasks import DEFAULT_TIMEOUT_S, TaskFileError
 
 TASKS_HELP = "task file (YAML) to run as a sweep of cells; repeatable"
@@ -179,22 +186,24 @@ def pytest_configure(config: pytest.Config) -> None:
             identity = SweepIdentity.from_workerinput(workerinput["wfbench"])
             sweep = Sweep(options, identity, worker=str(workerinput.get("workerid", "worker")))
         else:
-            probe = Sweep(options, SweepIdentity("", Path("."), Path(".")), worker="main")
-            identity = SweepIdentity.new(probe.suite_name, options.out_dir,
+            task_files = load_sweep_files(options)
+            identity = SweepIdentity.new(suite_name(task_files), options.out_dir,
                                          config.rootpath / "reports")
-            sweep = Sweep(options, identity, worker="main")
+            sweep = Sweep(options, identity, worker="main", task_files=task_files)
     except (TaskFileError, AgentArmError) as error:
         raise pytest.UsageError(f"wfbench: {error}") from error
-    sweep.start()
-    if is_controller(config):
+    collect_only = bool(config.getoption("collectonly"))
+    if not collect_only:
+        sweep.start()
+    if is_controller(config) and not collect_only:
         sweep.store.write_text(ENVIRONMENT, json.dumps(sweep.environment(), indent=2))
         try:
             preflight(make_sandbox(sweep.sandbox().policy, identity.work_dir / "preflight",
                                    unsafe_host=options.unsafe_no_sandbox), identity.work_dir)
         except SandboxUnavailable as error:
             raise pytest.UsageError(f"wfbench: sandbox preflight failed: {error}") from error
-        if config.pluginmanager.hasplugin("xdist"):
-            config.pluginmanager.register(XdistHooks(identity), "wfbench-xdist")
+    if is_controller(config) and config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(identity), "wfbench-xdist")
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         # Task files without test paths: collect only cells, not the repo's tests.
         # xdist workers decide this again from the same invocation arguments.
@@ -345,7 +354,7 @@ class SweepHooks:
         """On the controller only: account for every selected cell, aggregate
         the sweep's rows and write the report."""
         config = session.config
-        if not is_controller(config):
+        if not is_controller(config) or config.getoption("collectonly"):
             return
         sweep = self.sweep
         self._record_unrun_cells(config.stash[SELECTED_KEY])
@@ -366,6 +375,7 @@ class SweepHooks:
         recorded = {row["cell_id"] for row in read_rows(self.sweep.store.results,
                                                         self.sweep.sweep_id)}
         by_id = self.sweep.all_cells()
+        pending: list[tuple[AnyCell, CellRecord]] = []
         for cell_id, nodeid in selected.items():
             if cell_id in recorded or cell_id not in by_id:
                 continue
@@ -379,7 +389,8 @@ class SweepHooks:
             else:
                 record = self.sweep.skip_record(cell, "not run: the sweep stopped before "
                                                 "this cell")
-            self.sweep.record_row(by_id[cell_id], record, 0.0)
+            pending.append((cell, record))
+        self.sweep.record_rows(pending)
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:

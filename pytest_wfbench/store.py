@@ -31,9 +31,15 @@ class ResultsStore:
         (self.out_dir / ARTIFACTS).mkdir(parents=True, exist_ok=True)
 
     def append(self, row: dict[str, Any]) -> None:
-        line = json.dumps(self.redactor.data(row), sort_keys=True, ensure_ascii=False)
+        self.append_many([row])
+
+    def append_many(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        text = "".join(json.dumps(self.redactor.data(row), sort_keys=True, ensure_ascii=False)
+                       + "\n" for row in rows)
         with self._lock, self.results.open("a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
 

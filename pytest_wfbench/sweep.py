@@ -85,6 +85,15 @@ class SweepIdentity:
         return cls(sweep_id, out.resolve(), work)
 
 
+def load_sweep_files(options: SweepOptions) -> list[TaskFile]:
+    return load_task_files(options.task_paths, default_timeout_s=options.default_timeout_s,
+                           known_arms=KNOWN_ARMS)
+
+
+def suite_name(task_files: list[TaskFile]) -> str:
+    return "+".join(task_file.name for task_file in task_files)
+
+
 class AgentArmError(Exception):
     """Selected agent arms cannot run as configured; a usage error."""
 
@@ -92,13 +101,13 @@ class AgentArmError(Exception):
 class Sweep:
     """Loaded task files, expanded cells, and the services every cell uses."""
 
-    def __init__(self, options: SweepOptions, identity: SweepIdentity, *, worker: str) -> None:
+    def __init__(self, options: SweepOptions, identity: SweepIdentity, *, worker: str,
+                 task_files: list[TaskFile] | None = None) -> None:
         self.options = options
         self.identity = identity
         self.worker = worker
-        self.task_files: list[TaskFile] = load_task_files(
-            options.task_paths, default_timeout_s=options.default_timeout_s,
-            known_arms=KNOWN_ARMS)
+        self.task_files: list[TaskFile] = (
+            task_files if task_files is not None else load_sweep_files(options))
         self.cells: dict[Path, list[Cell]] = {
             task_file.path: expand(task_file, options.arms, options.runs)
             for task_file in self.task_files
@@ -107,8 +116,16 @@ class Sweep:
             task_file.path: expand_scenarios(task_file, options.runs, options.random_seed)
             for task_file in self.task_files
         }
-        self.oracles = {task.id: OracleSnapshot.capture(task)
-                        for task_file in self.task_files for task in task_file.tasks}
+        digests: dict[Path | None, OracleSnapshot] = {}
+        self.oracles: dict[str, OracleSnapshot] = {}
+        for task_file in self.task_files:
+            for task in task_file.tasks:
+                # Tasks often share an oracle folder: digest each folder once.
+                known = digests.get(task.oracle.files)
+                snapshot = (OracleSnapshot(task.id, known.files, known.digest) if known
+                            else OracleSnapshot.capture(task))
+                digests[task.oracle.files] = snapshot
+                self.oracles[task.id] = snapshot
         self.redactor = Redactor.from_environment(options.secret_env)
         self.store = ResultsStore(identity.out_dir, self.redactor)
         self._sandbox: Sandbox | None = None
@@ -186,7 +203,7 @@ class Sweep:
 
     @property
     def suite_name(self) -> str:
-        return "+".join(task_file.name for task_file in self.task_files)
+        return suite_name(self.task_files)
 
     @property
     def sweep_id(self) -> str:
@@ -237,6 +254,11 @@ class Sweep:
         )
         row.error_detail = self.redactor.text(row.error_detail) if row.error_detail else None
         return row
+
+    def record_rows(self, cells: list[tuple[AnyCell, CellRecord]]) -> None:
+        """Rows of cells that did not run, written together (one lock, one fsync)."""
+        rows = [self.build_row(cell, record, 0.0) for cell, record in cells]
+        self.store.append_many([row.to_json() for row in rows])
 
     def record_row(self, cell: AnyCell, record: CellRecord, duration_s: float) -> Row:
         """Build the cell's row and append it at once."""

@@ -294,7 +294,7 @@ def test_a_transcript_replaced_by_a_symlink_is_not_followed(
                                         f"rm \"$f\"; ln -s {secret} \"$f\"; done",
                              "description": "swap"})
     suite = agent_suite(pytester.path, ["baseline"])
-    result, api = sweep(suite, [turn(swap), turn(FIX), turn("Done.")])
+    _, api = sweep(suite, [turn(swap), turn(FIX), turn("Done.")])
     assert api.tool_results and not api.tool_results[0].is_error
     row = suite.row("fix-add-baseline-r1")
     assert row["error_kind"] == "evidence-unverified"

@@ -51,6 +51,7 @@ def test_only_cells_are_collected_when_tasks_are_given_without_paths(
     result.stdout.fnmatch_lines(["*tasks.yaml::test_cell[[]fix-add-gold-r1[]]",
                                  "*tasks.yaml::test_cell[[]fix-add-noop-r1[]]"])
     result.stdout.no_fnmatch_line("*test_unrelated*")
+    assert not suite.out.exists()  # collecting writes no rows and no report
 
 
 def test_runs_and_arms_expand_into_cell_ids(
