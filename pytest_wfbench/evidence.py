@@ -26,27 +26,39 @@ class Churn:
     patch: bytes
 
 
+# The workspace's own .gitattributes must not change what the evidence sees
+# (filters, encodings, "binary" diffs): the private git dir's info/attributes
+# outranks every attributes file in the work tree.
+NEUTRAL_ATTRIBUTES = "* -text -filter -ident -working-tree-encoding !diff !eol !merge\n"
+# Ignored files count too (--force: the agent writes .gitignore), except caches
+# that judges never load (PYTHONPYCACHEPREFIX) and that every test run leaves.
+CACHE_PATHS = ("**/__pycache__/**", "**/.pytest_cache/**", "**/.mypy_cache/**",
+               "**/.ruff_cache/**")
+
+
 @contextmanager
 def _staged(template: Template, workspace: Path, scratch: Path,
             exclude: Sequence[str]) -> Iterator[dict[str, str]]:
-    """A private index holding the work tree as it is now; yields git's env."""
-    objects = scratch / "evidence-objects"
-    objects.mkdir(parents=True, exist_ok=True)
-    env = {
-        "GIT_DIR": str(template.git_dir),
-        "GIT_WORK_TREE": str(workspace),
-        "GIT_INDEX_FILE": str(scratch / "evidence-index"),
-        "GIT_OBJECT_DIRECTORY": str(objects),
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(template.git_dir / "objects"),
-    }
+    """A private git dir (borrowing the template's objects) whose index holds
+    the work tree as it is now; yields git's env."""
+    git_dir = scratch / "evidence.git"
+    shutil.rmtree(git_dir, ignore_errors=True)
+    run_git(["init", "--quiet", "--bare", "--template=", str(git_dir)])
+    (git_dir / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (git_dir / "objects" / "info" / "alternates").write_text(
+        str(template.git_dir / "objects") + "\n")
+    (git_dir / "info").mkdir(exist_ok=True)
+    (git_dir / "info" / "attributes").write_text(NEUTRAL_ATTRIBUTES)
+    env = {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(workspace),
+           "GIT_INDEX_FILE": str(git_dir / "index")}
     try:
         run_git(["read-tree", template.sanitized_sha], env=env)
-        run_git(["add", "--all", "--", ".", *(f":(exclude){path}" for path in exclude)],
-                env=env)
+        excluded = [*exclude, *CACHE_PATHS]
+        run_git(["add", "--all", "--force", "--", ".",
+                 *(f":(exclude,glob){path}" for path in excluded)], env=env)
         yield env
     finally:
-        shutil.rmtree(objects, ignore_errors=True)
-        (scratch / "evidence-index").unlink(missing_ok=True)
+        shutil.rmtree(git_dir, ignore_errors=True)
 
 
 def diff_against_base(template: Template, workspace: Path, scratch: Path,

@@ -21,7 +21,7 @@ from pytest_wfbench.outcomes import CellFailure
 from pytest_wfbench.sandbox import Mount, Sandbox
 from pytest_wfbench.tasks import Task
 from pytest_wfbench.template import Template, tree_digest
-from pytest_wfbench.verify import JUDGE_ENV
+from pytest_wfbench.judge import JUDGE_ENV, reset_test_configuration
 
 EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
 
@@ -82,11 +82,9 @@ def run_oracle(
             mount = Mount(files, f"/oracle-{secrets.token_hex(12)}")
             mounts.append(mount)
             env["WFBENCH_ORACLE_DIR"] = sandbox.mount_path(mount)
-        # The arm has exited: without hidden paths to give back, the final
-        # workspace itself is judged, read-only; otherwise a throw-away copy.
-        judged = stage / "workspace" if task.oracle.hidden_paths else workspace
-        if task.oracle.hidden_paths:
-            copy_tree(workspace, judged)
+        judged = stage / "workspace"
+        copy_tree(workspace, judged)
+        reset_test_configuration(judged, template.path)
         for hidden in task.oracle.hidden_paths:
             target = real_directories(judged, Path(hidden).parent) / Path(hidden).name
             if target.is_symlink() or target.is_file():

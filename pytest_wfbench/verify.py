@@ -5,12 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_wfbench.judge import JUDGE_ENV
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.tasks import Task
-
-# Judging commands must not write into the workspace or read a user site the
-# agent could have planted in its HOME.
-JUDGE_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
 
 
 @dataclass(frozen=True)

@@ -304,3 +304,57 @@ def test_a_symlink_in_the_workspace_cannot_redirect_the_oracle_staging(
     assert "linked" in patch and "new file mode 120000" in patch  # the link was made
     assert list(escape.iterdir()) == []
     assert suite.row("fix-add-thief-r1")["oracle_passed"] is False
+
+
+JUDGE_TAMPERING = {
+    # a package in the workspace that shadows pytest for `python -m pytest`
+    "shadow-pytest": "mkdir -p pytest && touch pytest/__init__.py && "
+                     "echo 'raise SystemExit(0)' > pytest/__main__.py",
+    # test configuration the agent writes for the oracle's run
+    "ini-addopts": "printf '[pytest]\\naddopts = --co\\n' > pytest.ini",
+    "pyproject-addopts": "printf '[tool.pytest.ini_options]\\naddopts = \"--co\"\\n' "
+                         "> pyproject.toml",
+    "conftest-forces-pass": """cat > conftest.py <<'PY'
+import pytest
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    session.exitstatus = 0
+PY
+cp conftest.py tests/conftest.py""",
+    # a fixed module compiled, then the source put back with its size and mtime
+    "stale-bytecode": """cp -p calc.py /tmp/orig.py
+sed -i 's/a - b/a + b/' calc.py && touch -r /tmp/orig.py calc.py
+python -c 'import py_compile; py_compile.compile("calc.py", cfile="__pycache__/calc.cpython-311.pyc")'
+python -c 'import compileall' && cp -p /tmp/orig.py calc.py""",
+}
+
+
+@pytest.mark.parametrize("case", list(JUDGE_TAMPERING))
+def test_an_arm_cannot_change_how_it_is_judged(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory, case: str
+) -> None:
+    suite = thief(suite_factory, JUDGE_TAMPERING[case] + "\necho tampered > loot.txt")
+    patch = run_hostile(pytester, suite)
+    assert "tampered" in patch
+    row = suite.row("fix-add-thief-r1")
+    assert row["resolved"] is False and row["error_kind"] in ("oracle-failed", "verify-failed")
+    assert row["oracle_passed"] is False
+
+
+@pytest.mark.parametrize("attributes", ["* -diff", "*.py working-tree-encoding=UTF-16",
+                                        "* filter=hide"])
+def test_workspace_attributes_and_ignores_do_not_hide_the_patch(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory, attributes: str
+) -> None:
+    suite = thief(suite_factory, f"""
+        sed -i 's/a - b/a + b/' calc.py
+        echo '{attributes}' > .gitattributes
+        printf '*\\n' > .gitignore
+        echo 'HELPER = 1' > helper.py
+    """)
+    patch = run_hostile(pytester, suite)
+    assert "+    return a + b" in patch
+    assert "+HELPER = 1" in patch and "b/.gitignore" in patch
+    row = suite.row("fix-add-thief-r1")
+    assert row["resolved"] is True and row["diff_files"] == 4
+    assert row["diff_insertions"] >= 4
