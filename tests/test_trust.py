@@ -324,8 +324,8 @@ cp conftest.py tests/conftest.py""",
     # a fixed module compiled, then the source put back with its size and mtime
     "stale-bytecode": """cp -p calc.py /tmp/orig.py
 sed -i 's/a - b/a + b/' calc.py && touch -r /tmp/orig.py calc.py
-python -c 'import py_compile; py_compile.compile("calc.py", cfile="__pycache__/calc.cpython-311.pyc")'
-python -c 'import compileall' && cp -p /tmp/orig.py calc.py""",
+python -c 'import py_compile as p; p.compile("calc.py", cfile="__pycache__/calc.cpython-311.pyc")'
+cp -p /tmp/orig.py calc.py""",
 }
 
 
