@@ -115,7 +115,7 @@ def wfbench_clone(
         if wfbench_cell.arm.plugin and wfbench_sweep.plugin is not None:
             wfbench_record.plugin = wfbench_sweep.plugin.to_json()
     yield CellPaths(root=root, workspace=workspace, home=home)
-    if not wfbench_sweep.options.keep_workspaces:
+    if not wfbench_sweep.options.keep_workspaces and root.exists():
         with stage(wfbench_record, "cleanup", "cleanup-failure"):
             shutil.rmtree(root)
 

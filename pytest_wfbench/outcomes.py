@@ -33,6 +33,9 @@ _KINDS = [
     ErrorKind("skill-not-invoked", ErrorClass.EVIDENCE_FAILURE, True),
     ErrorKind("plan-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, True),
     ErrorKind("implementation-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, True),
+    # Evidence the agent could have destroyed (its transcript, in its own HOME):
+    # counted, so that destroying it can never turn a loss into an excluded run.
+    ErrorKind("evidence-tampered", ErrorClass.EVIDENCE_FAILURE, True),
     ErrorKind("review-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, False),
     ErrorKind("evidence-unverified", ErrorClass.EVIDENCE_FAILURE, False),
     ErrorKind("oracle-unavailable", ErrorClass.EVIDENCE_FAILURE, False),

@@ -60,6 +60,7 @@ PLUGIN_DIR_HELP = "the external plugin's directory for plugin arms (ce_workflow,
 SEED_HELP = "shuffle the subjects' order per scenario run, reproducibly, with this seed"
 PLUGIN_VERSION_HELP = "the external plugin's exact version (checked against its plugin.json)"
 
+NOT_RUN = "not run: the sweep stopped before this cell"
 SUMMARY_KEY = pytest.StashKey[Summary]()
 ROWS_KEY = pytest.StashKey[list[dict[str, Any]]]()
 SELECTED_KEY = pytest.StashKey[dict[str, str]]()
@@ -185,6 +186,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if workerinput is not None:
             identity = SweepIdentity.from_workerinput(workerinput["wfbench"])
             sweep = Sweep(options, identity, worker=str(workerinput.get("workerid", "worker")))
+            sweep.expect_oracle_digests(workerinput["wfbench_oracles"])
         else:
             task_files = load_sweep_files(options)
             identity = SweepIdentity.new(suite_name(task_files), options.out_dir,
@@ -203,7 +205,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except SandboxUnavailable as error:
             raise pytest.UsageError(f"wfbench: sandbox preflight failed: {error}") from error
     if is_controller(config) and config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(XdistHooks(identity), "wfbench-xdist")
+        config.pluginmanager.register(XdistHooks(sweep), "wfbench-xdist")
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         # Task files without test paths: collect only cells, not the repo's tests.
         # xdist workers decide this again from the same invocation arguments.
@@ -218,12 +220,14 @@ class XdistHooks:
     """Controller-side xdist glue: workers get the controller's sweep identity,
     and the controller learns which cells the workers selected."""
 
-    def __init__(self, identity: SweepIdentity) -> None:
-        self.identity = identity
+    def __init__(self, sweep: Sweep) -> None:
+        self.sweep = sweep
 
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["wfbench"] = self.identity.to_workerinput()
+        node.workerinput["wfbench"] = self.sweep.identity.to_workerinput()
+        node.workerinput["wfbench_oracles"] = {
+            task_id: snapshot.digest for task_id, snapshot in self.sweep.oracles.items()}
 
     @pytest.hookimpl
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -340,7 +344,10 @@ class SweepHooks:
         error = call.excinfo.value if call.excinfo is not None else None
         if isinstance(error, CellFailure | CellUnresolved) and report.longrepr is not None:
             report.longrepr = redact(str(error))
-        elif report.longrepr is not None and not isinstance(report.longrepr, tuple):
+        elif isinstance(report.longrepr, tuple):
+            path, line, reason = report.longrepr
+            report.longrepr = (path, line, redact(reason))
+        elif report.longrepr is not None:
             report.longrepr = redact(str(report.longrepr))
         report.sections = [(title, redact(text)) for title, text in report.sections]
 
@@ -349,10 +356,11 @@ class SweepHooks:
         if report.failed:
             self.failed_nodeids.add(report.nodeid)
 
-    @pytest.hookimpl
+    @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """On the controller only: account for every selected cell, aggregate
-        the sweep's rows and write the report."""
+        the sweep's rows and write the report. Last, so that the cell torn down
+        at session end (after Ctrl-C) has written its own row first."""
         config = session.config
         if not is_controller(config) or config.getoption("collectonly"):
             return
@@ -387,8 +395,7 @@ class SweepHooks:
                 record.fail("infra-error", "the process running this cell died (e.g. an xdist "
                             "worker crashed) before it recorded a row")
             else:
-                record = self.sweep.skip_record(cell, "not run: the sweep stopped before "
-                                                "this cell")
+                record = self.sweep.skip_record(cell, NOT_RUN)
             pending.append((cell, record))
         self.sweep.record_rows(pending)
 
@@ -406,6 +413,12 @@ class SweepHooks:
             terminalreporter.write_line(redact(line))
         for line in unusable_lines(summary):
             terminalreporter.write_line(redact(line), red=True, bold=True)
+        unrun = [r["cell_id"] for r in config.stash.get(ROWS_KEY, [])
+                 if r.get("skip_reason") == NOT_RUN]
+        if unrun:
+            terminalreporter.write_line(f"wfbench: {len(unrun)} selected cells did not run "
+                                        f"(rows say so): {', '.join(unrun[:10])}"
+                                        f"{' ...' if len(unrun) > 10 else ''}", yellow=True)
         out = self.sweep.identity.out_dir
         terminalreporter.write_line(f"wfbench report: {out / REPORT}")
         terminalreporter.write_line(f"wfbench rows:   {self.sweep.store.results}")

@@ -47,11 +47,11 @@ def estimate_tokens(text: str) -> int:
 
 def run_script_step(
     sandbox: Sandbox, command: str, *, index: int, workspace: Path, home: Path,
-    timeout_s: float, admitted_chars: int,
+    timeout_s: float, admitted_chars: int, network: bool,
 ) -> dict[str, Any]:
     """Run one step as one tool call and measure what an agent would read of it."""
-    result = sandbox.run(command, workspace=workspace, home=home, writable=True, network=True,
-                         timeout_s=timeout_s)
+    result = sandbox.run(command, workspace=workspace, home=home, writable=True,
+                         network=network, timeout_s=timeout_s)
     output = result.stdout + result.stderr
     admitted = output[:admitted_chars]
     return {
@@ -95,7 +95,8 @@ def run_session(
                 raise CellFailure("session-error",
                                   f"timed out after {cell.task.timeout_s:g}s before step {index}")
             step = run_script_step(sandbox, command, index=index, workspace=workspace,
-                                   home=home, timeout_s=remaining, admitted_chars=admitted_chars)
+                                   home=home, timeout_s=remaining, admitted_chars=admitted_chars,
+                                   network=cell.arm.network)
             result.steps.append(step)
             result.tool_calls = (result.tool_calls or 0) + 1
             result.estimated_tokens = (result.estimated_tokens or 0) + step["estimated_tokens"]

@@ -36,12 +36,22 @@ class ResultsStore:
     def append_many(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
             return
-        text = "".join(json.dumps(self.redactor.data(row), sort_keys=True, ensure_ascii=False)
-                       + "\n" for row in rows)
-        with self._lock, self.results.open("a", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        data = "".join(json.dumps(self.redactor.data(row), sort_keys=True, ensure_ascii=False)
+                       + "\n" for row in rows).encode("utf-8")
+        with self._lock:
+            fd = os.open(self.results, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                size = os.fstat(fd).st_size
+                # A process killed mid-write left a torn line: end it, so the
+                # next row does not join it and get lost with it.
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def write_artifact(self, name: str, content: bytes | str) -> str:
         """Write a redacted artifact; returns its name relative to the out dir."""

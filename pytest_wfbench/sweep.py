@@ -167,6 +167,14 @@ class Sweep:
                 raise AgentArmError(f"arms {plugin_arms}: {error}") from error
         return None
 
+    def expect_oracle_digests(self, digests: dict[str, str]) -> None:
+        """On a worker: judge with the oracle the controller captured at sweep
+        start; files changed since then make the staging check fail."""
+        for task_id, digest in digests.items():
+            if task_id in self.oracles:
+                snapshot = self.oracles[task_id]
+                self.oracles[task_id] = OracleSnapshot(snapshot.task_id, snapshot.files, digest)
+
     def skip_reason(self, cell: AnyCell) -> str | None:
         if isinstance(cell, ScenarioCell):
             if cell.scenario.expensive and not self.options.include_expensive:
@@ -248,9 +256,11 @@ class Sweep:
 
     def build_row(self, cell: AnyCell, record: CellRecord, duration_s: float) -> Row:
         """The cell's row as it stands now (redacted, not yet written)."""
+        # Tool-cost subjects are trusted commands, run on the host: say so.
+        backend = "host" if record.lane == "tool-cost" else self.sandbox_backend
         row = make_row(
-            cell=cell, record=record, sweep_id=self.sweep_id,
-            sandbox_backend=self.sandbox_backend, worker=self.worker, duration_s=duration_s,
+            cell=cell, record=record, sweep_id=self.sweep_id, sandbox_backend=backend,
+            worker=self.worker, duration_s=duration_s,
         )
         row.error_detail = self.redactor.text(row.error_detail) if row.error_detail else None
         return row

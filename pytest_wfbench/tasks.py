@@ -42,7 +42,7 @@ TASK_KEYS = {
 }
 ORACLE_KEYS = {"command", "files", "hidden_paths"}
 SANDBOX_KEYS = {"read_only", "env"}
-SCRIPT_ARM_KEYS = {"agent", "steps", "description"}
+SCRIPT_ARM_KEYS = {"agent", "steps", "description", "network"}
 AGENT_ARM_KEYS = {"agent", "description", "phases", "skills", "plugin", "minimal"}
 PHASE_KEYS = {"name", "prompt", "skill", "role", "allowed_tools", "disallowed_tools",
               "mcp_servers", "plugin_dirs"}
@@ -148,6 +148,8 @@ class ArmDefinition:
     """Uses the external plugin given by --wfbench-plugin-dir / --wfbench-plugin-version."""
     minimal: bool = False
     """The CLI's minimal mode (``--bare``): no skills, plugins or MCP servers."""
+    network: bool = False
+    """Whether a script arm's steps may use the network (agent sessions always do)."""
 
     @property
     def is_agent(self) -> bool:
@@ -520,7 +522,8 @@ def _arm_definitions(reader: _Reader | None, base: Path) -> dict[str, ArmDefinit
                 arm.fail(arm.line_of("steps"), "a script arm needs at least one step",
                          field=arm.name("steps"))
             arms[name] = ArmDefinition(
-                name=name, kind=kind, steps=steps, description=arm.string("description") or ""
+                name=name, kind=kind, steps=steps, description=arm.string("description") or "",
+                network=arm.boolean("network", False),
             )
             continue
         arm.check_keys(AGENT_ARM_KEYS)

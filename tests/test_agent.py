@@ -297,7 +297,7 @@ def test_a_transcript_replaced_by_a_symlink_is_not_followed(
     _, api = sweep(suite, [turn(swap), turn(FIX), turn("Done.")])
     assert api.tool_results and not api.tool_results[0].is_error
     row = suite.row("fix-add-baseline-r1")
-    assert row["error_kind"] == "evidence-unverified"
+    assert row["error_kind"] == "evidence-tampered" and row["counted"] is True
     assert "transcript_missing" in row["error_detail"]
     for path in suite.out.rglob("*"):
         if path.is_file():

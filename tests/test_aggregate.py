@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from pytest_wfbench.aggregate import Health, health, median_of, savings, summari
 from pytest_wfbench.outcomes import counted
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.report import render_markdown, render_terminal, unusable_lines
+from pytest_wfbench.store import ResultsStore, read_rows
 
 
 def row(task: str, arm: str, run: int = 1, *, kind: str | None = None, resolved: bool = False,
@@ -115,3 +117,13 @@ def test_redactor_replaces_secrets_in_text_and_data() -> None:
         "a": ["[REDACTED]", 1, None], "[REDACTED]": "x"}
     assert redactor.text("not-a-secret") == "not-a-secret"
     assert Redactor(["short"]).text("short") == "short"
+
+
+def test_a_torn_last_line_does_not_swallow_the_next_row(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path, Redactor([]))
+    store.prepare()
+    store.append({"cell_id": "a", "sweep_id": "s"})
+    with store.results.open("a") as handle:
+        handle.write('{"cell_id": "b", "sweep_')  # a writer killed mid-line
+    store.append({"cell_id": "c", "sweep_id": "s"})
+    assert [row["cell_id"] for row in read_rows(store.results, "s")] == ["a", "c"]

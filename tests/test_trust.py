@@ -225,11 +225,11 @@ def test_verify_and_oracle_have_no_network(
         oracle={"command": f"{_fetch(url + '/oracle')} || exit 0",
                 "hidden_paths": ["tests/hidden/"]},
     )
-    suite = suite_factory(tasks=[task], arms=["thief"],
-                          arm_definitions={"thief": script_arm(_fetch(url + "/session"))})
+    online = {**script_arm(_fetch(url + "/session")), "network": True}
+    suite = suite_factory(tasks=[task], arms=["thief"], arm_definitions={"thief": online})
     pytester.runpytest_subprocess(*suite.args())
     row = suite.row("fix-add-thief-r1")
-    # The session may use the network (an agent must reach its API) ...
+    # A session with the network may use it (an agent must reach its API) ...
     assert hits == ["/session"], hits
     assert row["steps"][0]["returncode"] == 0
     # ... the judges may not: verify's fetch failed, the oracle's never arrived.
@@ -358,3 +358,14 @@ def test_workspace_attributes_and_ignores_do_not_hide_the_patch(
     row = suite.row("fix-add-thief-r1")
     assert row["resolved"] is True and row["diff_files"] == 4
     assert row["diff_insertions"] >= 4
+
+
+def test_script_steps_are_offline_unless_their_arm_asks(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory,
+    loopback_server: tuple[str, list[str]],
+) -> None:
+    url, hits = loopback_server
+    suite = thief(suite_factory, f"{_fetch(url + '/offline')} > loot.txt 2>&1; true")
+    patch = run_hostile(pytester, suite)
+    assert "URLError" in patch or "Errno" in patch
+    assert hits == []

@@ -125,7 +125,7 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Path, home: Path,
 def _phase_evidence(report: PhaseReport, skill: str | None, skills_before: str,
                     workspace: Path) -> tuple[str, str] | None:
     if report.transcript is None:
-        return ("evidence-unverified",
+        return ("evidence-tampered",
                 f"transcript_missing: phase {report.name!r} (session {report.session_id}) "
                 "left no transcript in the sandbox HOME")
     if skill is not None and skill not in report.skills_invoked:
