@@ -28,6 +28,7 @@ from pytest_wfbench.cells import (
 )
 from pytest_wfbench.lanes import skipped_step, subject_version
 from pytest_wfbench.lanes import unavailable as subject_unavailable
+from pytest_wfbench.lanes.git import TRANSPORTS
 from pytest_wfbench.oracle import OracleSnapshot
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.row import CellRecord, Row, make_row
@@ -188,6 +189,8 @@ class Sweep:
             record.lane = "tool-cost"
             record.steps = [skipped_step(reason)]
             record.random_seed = cell.random_seed
+            record.transport = TRANSPORTS.get(cell.scenario.kind)
+            record.extras["scenario_kind"] = cell.scenario.kind
         return record
 
     def all_cells(self) -> dict[str, AnyCell]:

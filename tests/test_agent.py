@@ -302,3 +302,15 @@ def test_a_transcript_replaced_by_a_symlink_is_not_followed(
     for path in suite.out.rglob("*"):
         if path.is_file():
             assert "HOST-SECRET-4R" not in path.read_text(errors="replace"), path
+
+
+def test_baseline_nomcp_runs_in_minimal_mode_and_records_the_effort(
+    pytester: pytest.Pytester, sweep: Any
+) -> None:
+    suite = agent_suite(pytester.path, ["baseline_nomcp"])
+    result, api = sweep(suite, [turn(FIX), turn("Fixed.")], "--wfbench-effort", "high")
+    result.assert_outcomes(passed=1)
+    row = suite.row("fix-add-baseline_nomcp-r1")
+    assert row["effort"] == "high" and row["model"] == MODEL
+    tools = [tool["name"] for tool in api.main_requests[0].body.get("tools", [])]
+    assert "Skill" not in tools and not any(name.startswith("mcp__") for name in tools)

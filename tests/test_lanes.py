@@ -51,6 +51,7 @@ def test_the_shipped_scenarios_pass_for_git_and_skip_a_missing_subject(
         skipped = rows[f"{scenario}-jj-r1"]
         assert skipped["status"] == "skipped" and "'jj' is not installed" in skipped["skip_reason"]
         assert skipped["steps"][0]["returncode"] == 77
+        assert skipped["transport"] == row["transport"]
     loop = rows["task_loop-git-r1"]
     operations = [s["operation"] for s in loop["steps"] if s["step_kind"] in ("vcs", "edit")]
     assert operations == [f"{p}.{op}" for p in ("task", "followup") for op in (

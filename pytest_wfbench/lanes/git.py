@@ -201,6 +201,9 @@ def interrupted_publication(subject: SubjectSpec, scenario: ScenarioSpec,
     ])
 
 
+# The remote transport each scenario uses, also for the rows of cells that did not run.
+TRANSPORTS = {"task_loop": LOCAL_FILE, "agent_task_baseline": LOCAL_FILE,
+              "interrupted_publication": LOOPBACK_FAULT}
 Scenario = Callable[[SubjectSpec, ScenarioSpec, StepRecorder, Path, dict[str, Any]], Oracle]
 SCENARIOS: dict[str, Scenario] = {
     "task_loop": task_loop,
