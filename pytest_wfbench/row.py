@@ -88,13 +88,6 @@ class Row:
         data["class"] = data.pop("task_class")
         return data
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Row:
-        data = dict(data)
-        data["task_class"] = data.pop("class")
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
     def properties(self) -> list[tuple[str, object]]:
         """The figures a CI dashboard reads, as junit properties."""
         keys = (

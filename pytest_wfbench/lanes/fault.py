@@ -111,10 +111,6 @@ class FaultFixture:
         host, port = self.server.server_address[:2]
         return f"http://{host!s}:{port}/repo.git"
 
-    @property
-    def mutation_requests(self) -> int:
-        return sum(1 for r in self.requests if r["method"] == "POST")
-
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()

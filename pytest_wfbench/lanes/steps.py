@@ -17,7 +17,6 @@ from pytest_wfbench.session import estimate_tokens
 
 # A step that could not run is recorded with the exit code of a skipped test.
 SKIPPED_RETURNCODE = 77
-STEP_KINDS = ("vcs", "edit", "harness", "summary")
 # A step killed at the scenario's timeout, as a shell reports a SIGKILL.
 TIMED_OUT_RETURNCODE = 137
 
