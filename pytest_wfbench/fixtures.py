@@ -164,7 +164,7 @@ def wfbench_session(
                 agent = AgentCell(
                     settings=sweep.agent_settings, plugin=sweep.plugin,
                     template=wfbench_template, scratch=wfbench_setup.root, store=sweep.store,
-                    skills_fingerprint=record.skills_fingerprint)
+                    skills_fingerprint=record.skills_fingerprint, proxy=sweep.api_proxy())
                 run_agent_arm(cell, wfbench_sandbox, wfbench_setup.workspace,
                               wfbench_setup.home, result, agent)
             else:

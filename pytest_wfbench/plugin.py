@@ -352,6 +352,10 @@ class SweepHooks:
         report.sections = [(title, redact(text)) for title, text in report.sections]
 
     @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.sweep.close()
+
+    @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
             self.failed_nodeids.add(report.nodeid)

@@ -18,6 +18,7 @@ from typing import Any
 from pytest_wfbench import __version__
 from pytest_wfbench.agents import AgentSettings, PluginDir, PluginError, adapter_for, load_plugin
 from pytest_wfbench.agents.claude import api_key_from_environment, find_cli
+from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.cells import (
     KNOWN_ARMS,
     AnyCell,
@@ -131,6 +132,7 @@ class Sweep:
         self.store = ResultsStore(identity.out_dir, self.redactor)
         self._sandbox: Sandbox | None = None
         self._templates: TemplateCache | None = None
+        self._proxy: ApiProxy | None = None
         self.agent_settings = AgentSettings(
             model=options.model, effort=options.effort, api_key=api_key_from_environment(),
             base_url=options.base_url, cli=find_cli(options.claude, options.rootdir))
@@ -242,6 +244,13 @@ class Sweep:
         return make_sandbox(policy, self.identity.work_dir / "sandbox",
                             unsafe_host=self.options.unsafe_no_sandbox)
 
+    def api_proxy(self) -> ApiProxy:
+        """This process's API proxy for agent sessions, started on first use."""
+        if self._proxy is None:
+            assert self.agent_settings.api_key, "agent cells are skips without a key"
+            self._proxy = ApiProxy(self.agent_settings.base_url, self.agent_settings.api_key)
+        return self._proxy
+
     def templates(self) -> TemplateCache:
         if self._templates is None:
             self._templates = TemplateCache(self.identity.work_dir, self.sandbox())
@@ -283,6 +292,12 @@ class Sweep:
     @property
     def sandbox_backend(self) -> str:
         return "unsafe-host" if self.options.unsafe_no_sandbox else "bubblewrap"
+
+    def close(self) -> None:
+        """Every process: stop what this process started."""
+        if self._proxy is not None:
+            self._proxy.close()
+            self._proxy = None
 
     def finish(self) -> None:
         """Controller only: remove the work dir (templates, clones)."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.sandbox import Mount, Sandbox
 from pytest_wfbench.tasks import ArmDefinition, PhaseSpec
 
@@ -94,6 +95,8 @@ class PhaseRun:
     plugin_dirs: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     minimal: bool = False
+    proxy: ApiProxy | None = None
+    """The harness-side API proxy: the session gets a token for it, never the key."""
 
 
 @dataclass

@@ -130,9 +130,15 @@ class ClaudeCodeAdapter:
         cli_mount = Mount(binary.parent, CLI_MOUNT)
         cli_path = f"{run.sandbox.mount_path(cli_mount)}/{binary.name}"
         env = dict(SESSION_ENV)
-        env["ANTHROPIC_API_KEY"] = settings.api_key
-        if settings.base_url:
-            env["ANTHROPIC_BASE_URL"] = settings.base_url
+        log = None
+        if run.proxy is not None:
+            token, log = run.proxy.new_session()
+            env["ANTHROPIC_API_KEY"] = token
+            env["ANTHROPIC_BASE_URL"] = run.proxy.base_url
+        else:
+            env["ANTHROPIC_API_KEY"] = settings.api_key
+            if settings.base_url:
+                env["ANTHROPIC_BASE_URL"] = settings.base_url
         env.update(run.env)
         argv = self.argv(run, cli_path)
         if run.minimal:
@@ -160,6 +166,12 @@ class ClaudeCodeAdapter:
             if inside(transcript, run.home) and transcript.is_file():
                 report.transcript = transcript
                 report.skills_invoked = skills_invoked(transcript)
+        if log is not None:
+            # What passed through the proxy is the evidence; the transcript (in the
+            # agent's HOME) is kept as an artifact and compared.
+            report.details["transcript_skills"] = report.skills_invoked
+            report.skills_invoked = log.skills_invoked()
+            report.details["proxied_requests"] = log.requests
         if data.get("is_error") or result.returncode != 0:
             report.error = _cli_reason(data, result.returncode)
         else:

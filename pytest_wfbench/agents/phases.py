@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_wfbench.agents import AgentSettings, PhaseReport, PhaseRun, PluginDir, adapter_for
 from pytest_wfbench.agents.claude import model_usage_totals
+from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.cells import Cell
 from pytest_wfbench.evidence import workspace_changes
 from pytest_wfbench.outcomes import CellFailure
@@ -36,6 +37,7 @@ class AgentCell:
     store: ResultsStore
     skills_fingerprint: str | None
     """The installed skills' fingerprint, or None when the arm has no skills."""
+    proxy: ApiProxy | None = None
 
 
 def phase_changes(before: dict[str, str], after: dict[str, str]) -> dict[str, str]:
@@ -92,7 +94,7 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Path, home: Path,
                      for index, path in enumerate(phase.plugin_dirs)]
             report = adapter.run_phase(PhaseRun(
                 phase=phase, prompt=prompt, sandbox=sandbox, workspace=workspace, home=home,
-                timeout_s=cell.task.timeout_s, settings=agent.settings,
+                timeout_s=cell.task.timeout_s, settings=agent.settings, proxy=agent.proxy,
                 mounts=(*mounts, *extra),
                 plugin_dirs=(*plugin_dirs, *(sandbox.mount_path(m) for m in extra)),
                 minimal=cell.arm.minimal,
