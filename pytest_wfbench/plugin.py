@@ -57,6 +57,8 @@ BASE_URL_HELP = "point agent sessions at this Anthropic-compatible endpoint"
 CLAUDE_HELP = ("the Claude Code CLI (default: .tools/claude-code, which make test installs, "
                "then PATH)")
 PLUGIN_DIR_HELP = "the external plugin's directory for plugin arms (ce_workflow, ...)"
+AGENT_NETWORK_HELP = ("network of agent sessions: 'proxy-only' (default: nothing but the API "
+                      "proxy) or 'host' (the host's network too)")
 SEED_HELP = "shuffle the subjects' order per scenario run, reproducibly, with this seed"
 PLUGIN_VERSION_HELP = "the external plugin's exact version (checked against its plugin.json)"
 
@@ -93,6 +95,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--wfbench-plugin-dir", metavar="DIR", help=PLUGIN_DIR_HELP)
     group.addoption("--wfbench-plugin-version", metavar="VERSION", help=PLUGIN_VERSION_HELP)
     group.addoption("--wfbench-random-seed", metavar="N", help=SEED_HELP)
+    group.addoption("--wfbench-agent-network", choices=("proxy-only", "host"),
+                    default="proxy-only", help=AGENT_NETWORK_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
     parser.addini("wfbench_effort", EFFORT_HELP)
@@ -153,6 +157,7 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         plugin_version=config.getoption("wfbench_plugin_version"),
         rootdir=config.rootpath,
         random_seed=_seed(config),
+        agent_network=config.getoption("wfbench_agent_network"),
     )
 
 

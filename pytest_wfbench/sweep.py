@@ -60,6 +60,7 @@ class SweepOptions:
     plugin_version: str | None = None
     rootdir: Path = Path(".")
     random_seed: int | None = None
+    agent_network: str = "proxy-only"
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,8 @@ class Sweep:
         self._proxy: ApiProxy | None = None
         self.agent_settings = AgentSettings(
             model=options.model, effort=options.effort, api_key=api_key_from_environment(),
-            base_url=options.base_url, cli=find_cli(options.claude, options.rootdir))
+            base_url=options.base_url, cli=find_cli(options.claude, options.rootdir),
+            network=options.agent_network)
         agent_arms = [cell.arm for cs in self.cells.values() for cell in cs if cell.arm.is_agent]
         self.unavailable: dict[str, str | None] = {
             kind: adapter_for(kind).unavailable(self.agent_settings)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import textwrap
+import threading
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,3 +162,28 @@ def claude_cli() -> Path:
         pytest.fail(f"the Claude Code CLI is not installed at {path}: `make test` installs it "
                     "(or deselect these tests with -m 'not cli')")
     return path
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    hits: list[str]
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"reached")
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[tuple[str, list[str]]]:
+    hits: list[str] = []
+    handler = type("Handler", (_Recorder,), {"hits": hits})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", hits
+    server.shutdown()
+    server.server_close()

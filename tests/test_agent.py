@@ -338,3 +338,18 @@ def test_skill_evidence_comes_from_the_proxy_not_the_transcript(
     assert row["error_kind"] == "skill-not-invoked"
     assert row["phases"][0]["transcript_skills"] == ["work"]  # the forgery is in the file
     assert row["phases"][0]["skills_invoked"] == []
+
+
+@pytest.mark.parametrize("network", ["proxy-only", "host"])
+def test_agent_sessions_reach_only_the_api_unless_asked(
+    pytester: pytest.Pytester, sweep: Any, loopback_server: tuple[str, list[str]], network: str
+) -> None:
+    url, hits = loopback_server
+    code = f'import urllib.request; urllib.request.urlopen("{url}/agent", timeout=5)'
+    fetch = tool_use("Bash", {"command": f"python -c '{code}'", "description": "reach out"})
+    suite = agent_suite(pytester.path, ["baseline"])
+    result, api = sweep(suite, [turn(fetch), turn(FIX), turn("Done.")],
+                        "--wfbench-agent-network", network)
+    result.assert_outcomes(passed=1)  # the API itself was reachable either way
+    assert api.script_done
+    assert hits == ([] if network == "proxy-only" else ["/agent"])

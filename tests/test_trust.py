@@ -6,12 +6,10 @@ artifact), so a probe that silently did nothing cannot pass as "safe".
 
 from __future__ import annotations
 
-import http.server
 import os
 import secrets
 import subprocess
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -183,31 +181,6 @@ def test_background_processes_do_not_outlive_the_session(
     patch = run_hostile(pytester, suite)
     assert f"sleep {seconds}" in patch  # they were running when the step ended
     assert _sleepers(seconds) == []
-
-
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    hits: list[str]
-
-    def do_GET(self) -> None:
-        self.hits.append(self.path)
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"reached")
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
-
-
-@pytest.fixture
-def loopback_server() -> Iterator[tuple[str, list[str]]]:
-    hits: list[str] = []
-    handler = type("Handler", (_Recorder,), {"hits": hits})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", hits
-    server.shutdown()
-    server.server_close()
 
 
 def _fetch(url: str) -> str:

@@ -78,6 +78,9 @@ class AgentSettings:
     api_key: str | None
     base_url: str | None
     cli: Path | None
+    network: str = "proxy-only"
+    """``proxy-only``: sessions reach nothing but the API proxy; ``host``: the
+    host's network as well (for tasks whose agent must install packages)."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,9 @@ from pytest_wfbench.agents import AgentSettings, PhaseReport, PhaseRun
 from pytest_wfbench.sandbox import Mount
 
 PINNED_VERSION = "2.1.332"
+BRIDGE = Path(__file__).resolve().parent / "bridge" / "wfbench_bridge.py"
+BRIDGE_SOCKET = "/run/wfbench-api.sock"
+BRIDGE_PORT = 8765
 CLI_MOUNT = "/opt/wfbench/claude-code"
 # Without it the CLI waits on unreachable hosts for seconds per session.
 SESSION_ENV = {
@@ -130,22 +133,32 @@ class ClaudeCodeAdapter:
         cli_mount = Mount(binary.parent, CLI_MOUNT)
         cli_path = f"{run.sandbox.mount_path(cli_mount)}/{binary.name}"
         env = dict(SESSION_ENV)
-        log = None
+        mounts = [cli_mount, *run.mounts]
+        argv = self.argv(run, cli_path)
+        if run.minimal:
+            argv.append("--bare")
+        command, network, log = shlex.join(argv), True, None
         if run.proxy is not None:
             token, log = run.proxy.new_session()
             env["ANTHROPIC_API_KEY"] = token
-            env["ANTHROPIC_BASE_URL"] = run.proxy.base_url
+            if settings.network == "proxy-only" and run.sandbox.backend == "bubblewrap":
+                # No network at all: a bridge on the sandbox's own loopback relays
+                # to the proxy's unix socket, the only way out.
+                network = False
+                mounts.append(Mount(run.proxy.socket_path, BRIDGE_SOCKET, writable=True))
+                env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{BRIDGE_PORT}"
+                command = (f"python {shlex.quote(str(BRIDGE))} {BRIDGE_SOCKET} {BRIDGE_PORT} "
+                           f"&& exec {command}")
+            else:
+                env["ANTHROPIC_BASE_URL"] = run.proxy.base_url
         else:
             env["ANTHROPIC_API_KEY"] = settings.api_key
             if settings.base_url:
                 env["ANTHROPIC_BASE_URL"] = settings.base_url
         env.update(run.env)
-        argv = self.argv(run, cli_path)
-        if run.minimal:
-            argv.append("--bare")
         result = run.sandbox.run(
-            shlex.join(argv), workspace=run.workspace, home=run.home, writable=True,
-            network=True, timeout_s=run.timeout_s, env=env, mounts=(cli_mount, *run.mounts),
+            command, workspace=run.workspace, home=run.home, writable=True,
+            network=network, timeout_s=run.timeout_s, env=env, mounts=tuple(mounts),
             stdin=run.prompt.encode(),
         )
         report = PhaseReport(name=run.phase.name, completed=False)

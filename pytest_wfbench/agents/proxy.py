@@ -13,10 +13,14 @@ from __future__ import annotations
 import http.client
 import json
 import secrets
+import shutil
+import socketserver
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -112,6 +116,12 @@ class ApiProxy:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # The same service on a unix socket, for sandboxes without a network.
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="wfbench-api-"))
+        self.socket_path = self.socket_dir / "api.sock"
+        self.unix_server = _UnixHTTPServer(str(self.socket_path), Handler)
+        self.unix_server.daemon_threads = True
+        threading.Thread(target=self.unix_server.serve_forever, daemon=True).start()
 
     @property
     def base_url(self) -> str:
@@ -127,8 +137,10 @@ class ApiProxy:
         return token, log
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        for server in (self.server, self.unix_server):
+            server.shutdown()
+            server.server_close()
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     def _forward(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         token = handler.headers.get("x-api-key") or ""
@@ -195,6 +207,14 @@ class ApiProxy:
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 log.tool_uses[str(block.get("id"))] = {"name": block.get("name"),
                                                        "input": block.get("input") or {}}
+
+
+class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """An HTTP server on a unix socket (handlers see an empty client address)."""
+
+    def get_request(self) -> tuple[Any, Any]:
+        request, _ = super().get_request()
+        return request, ("unix", 0)
 
 
 def _chunks(response: http.client.HTTPResponse) -> Iterator[bytes]:
