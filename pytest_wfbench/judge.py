@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest_wfbench
+from pytest_wfbench.clone import real_directories
 
 JUDGE_SITE = Path(pytest_wfbench.__file__).resolve().parent / "judge_site"
 JUDGE_ENV = {
@@ -43,8 +44,6 @@ def _protected(root: Path) -> set[Path]:
 
 def reset_test_configuration(judged: Path, base: Path) -> list[str]:
     """Give the judged copy the base's test configuration; returns what changed."""
-    from pytest_wfbench.oracle import real_directories
-
     changed: list[str] = []
     for relative in sorted(_protected(judged) | _protected(base)):
         ours, theirs = base / relative, judged / relative

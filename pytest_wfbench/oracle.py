@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_wfbench.clone import copy_tree
+from pytest_wfbench.clone import copy_tree, real_directories
 from pytest_wfbench.judge import JUDGE_ENV, reset_test_configuration
 from pytest_wfbench.outcomes import CellFailure
 from pytest_wfbench.sandbox import Mount, Sandbox
@@ -49,19 +49,6 @@ class OracleResult:
 def combined_digest(snapshot: OracleSnapshot, template: Template) -> str:
     """The oracle's identity in a row: its files and the hidden paths it gets back."""
     return hashlib.sha256(f"{snapshot.digest}:{template.hidden_digest}".encode()).hexdigest()
-
-
-def real_directories(root: Path, relative: Path) -> Path:
-    """``root / relative`` as real directories: any component the agent left as a
-    symlink or a file is replaced, so the harness never writes through a link
-    to somewhere outside the judged copy."""
-    current = root
-    for part in relative.parts:
-        current = current / part
-        if current.is_symlink() or (current.exists() and not current.is_dir()):
-            current.unlink()
-        current.mkdir(exist_ok=True)
-    return current
 
 
 def run_oracle(

@@ -24,7 +24,7 @@ from pytest_wfbench.lanes.report import render_lanes, render_lanes_terminal
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
 from pytest_wfbench.report import render_markdown, render_terminal, unusable_lines
 from pytest_wfbench.row import CellRecord
-from pytest_wfbench.sandbox import SandboxUnavailable, make_sandbox, preflight
+from pytest_wfbench.sandbox import SandboxUnavailable, preflight
 from pytest_wfbench.session import DEFAULT_ADMITTED_OUTPUT_CHARS
 from pytest_wfbench.store import ENVIRONMENT, REPORT, read_environment, read_rows
 from pytest_wfbench.sweep import (
@@ -205,8 +205,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if is_controller(config) and not collect_only:
         sweep.store.write_text(ENVIRONMENT, json.dumps(sweep.environment(), indent=2))
         try:
-            preflight(make_sandbox(sweep.sandbox().policy, identity.work_dir / "preflight",
-                                   unsafe_host=options.unsafe_no_sandbox), identity.work_dir)
+            preflight(sweep.sandbox(), identity.work_dir)
         except SandboxUnavailable as error:
             raise pytest.UsageError(f"wfbench: sandbox preflight failed: {error}") from error
     if is_controller(config) and config.pluginmanager.hasplugin("xdist"):

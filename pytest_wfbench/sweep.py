@@ -35,7 +35,13 @@ from pytest_wfbench.redact import Redactor
 from pytest_wfbench.row import CellRecord, Row, make_row
 from pytest_wfbench.sandbox import Sandbox, SandboxPolicy, make_sandbox
 from pytest_wfbench.store import ResultsStore
-from pytest_wfbench.tasks import DEFAULT_TIMEOUT_S, ArmDefinition, TaskFile, load_task_files
+from pytest_wfbench.tasks import (
+    DEFAULT_TIMEOUT_S,
+    ArmDefinition,
+    SandboxSpec,
+    TaskFile,
+    load_task_files,
+)
 from pytest_wfbench.template import TemplateCache
 
 
@@ -134,6 +140,7 @@ class Sweep:
         self._sandbox: Sandbox | None = None
         self._templates: TemplateCache | None = None
         self._proxy: ApiProxy | None = None
+        self._task_sandboxes: dict[SandboxSpec, Sandbox] = {}
         self.agent_settings = AgentSettings(
             model=options.model, effort=options.effort, api_key=api_key_from_environment(),
             base_url=options.base_url, cli=find_cli(options.claude, options.rootdir),
@@ -206,14 +213,11 @@ class Sweep:
 
     def environment(self) -> dict[str, Any]:
         """Recorded once per sweep: the machine and every subject's version."""
-        subjects = {name: subject for task_file in self.task_files
-                    for name, subject in task_file.subjects.items()}
         return {
             "host": platform.node(), "platform": platform.platform(),
             "python": platform.python_version(), "harness_version": __version__,
             "cpu_count": os.cpu_count(), "random_seed": self.options.random_seed,
-            "subjects": {name: subject_version(subject) if shutil.which(subject.binary)
-                         else None for name, subject in subjects.items()},
+            "subjects": self.subject_versions,
         }
 
     @property
@@ -242,9 +246,12 @@ class Sweep:
         spec = cell.task.sandbox
         if not spec.read_only and not spec.env:
             return base
-        policy = SandboxPolicy(read_only=spec.read_only, env=dict(spec.env))
-        return make_sandbox(policy, self.identity.work_dir / "sandbox",
-                            unsafe_host=self.options.unsafe_no_sandbox)
+        if spec not in self._task_sandboxes:
+            policy = SandboxPolicy(read_only=spec.read_only, env=dict(spec.env))
+            self._task_sandboxes[spec] = make_sandbox(
+                policy, self.identity.work_dir / "sandbox",
+                unsafe_host=self.options.unsafe_no_sandbox)
+        return self._task_sandboxes[spec]
 
     def api_proxy(self) -> ApiProxy:
         """This process's API proxy for agent sessions, started on first use."""
@@ -260,8 +267,11 @@ class Sweep:
 
     @functools.cached_property
     def subject_versions(self) -> dict[str, str | None]:
-        versions: dict[str, str | None] = self.environment()["subjects"]
-        return versions
+        """Each declared subject's version (None when it is not installed)."""
+        subjects = {name: subject for task_file in self.task_files
+                    for name, subject in task_file.subjects.items()}
+        return {name: subject_version(subject) if shutil.which(subject.binary) else None
+                for name, subject in subjects.items()}
 
     def cell_dir(self, cell: AnyCell) -> Path:
         path = self.identity.work_dir / "cells" / f"{cell.cell_id}-{secrets.token_hex(4)}"
