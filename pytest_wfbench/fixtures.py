@@ -20,8 +20,6 @@ import pytest
 
 from pytest_wfbench.agents.phases import AgentCell, run_agent_arm, token_totals
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
-from pytest_wfbench.clone import make_clone
-from pytest_wfbench.evidence import diff_against_base
 from pytest_wfbench.git import GitError
 from pytest_wfbench.lanes import run_scenario
 from pytest_wfbench.oracle import OracleResult, run_oracle
@@ -31,8 +29,10 @@ from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.session import SessionResult, run_session
 from pytest_wfbench.skills import SKILLS_DIR, install_skills
 from pytest_wfbench.sweep import Sweep
-from pytest_wfbench.template import Template, TemplateError
 from pytest_wfbench.verify import VerifyResult, run_verify
+from pytest_wfbench.workspace.clone import make_clone
+from pytest_wfbench.workspace.evidence import diff_against_base
+from pytest_wfbench.workspace.template import Template, TemplateError
 
 SWEEP_KEY = pytest.StashKey[Sweep]()
 RECORD_KEY = pytest.StashKey[CellRecord]()

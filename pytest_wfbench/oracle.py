@@ -16,12 +16,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_wfbench.clone import copy_tree, real_directories
-from pytest_wfbench.judge import JUDGE_ENV, reset_test_configuration
+from pytest_wfbench.judge.config import JUDGE_ENV, reset_test_configuration
 from pytest_wfbench.outcomes import CellFailure
 from pytest_wfbench.sandbox import Mount, Sandbox
 from pytest_wfbench.tasks import Task
-from pytest_wfbench.template import Template, tree_digest
+from pytest_wfbench.workspace.clone import copy_tree, real_directories
+from pytest_wfbench.workspace.template import Template, tree_digest
 
 EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from pytest_wfbench.sandbox import Mount
-from pytest_wfbench.template import tree_digest
+from pytest_wfbench.workspace.template import tree_digest
 
 SKILLS_DIR = ".claude/skills"
 

@@ -42,7 +42,7 @@ from pytest_wfbench.tasks import (
     TaskFile,
     load_task_files,
 )
-from pytest_wfbench.template import TemplateCache
+from pytest_wfbench.workspace.template import TemplateCache
 
 
 @dataclass(frozen=True)

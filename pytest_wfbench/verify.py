@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_wfbench.judge import JUDGE_ENV
+from pytest_wfbench.judge.config import JUDGE_ENV
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.tasks import Task
 

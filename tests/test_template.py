@@ -9,7 +9,7 @@ import pytest
 
 from pytest_wfbench.sandbox import SandboxPolicy, make_sandbox
 from pytest_wfbench.tasks import load_task_file
-from pytest_wfbench.template import (
+from pytest_wfbench.workspace.template import (
     TemplateCache,
     TemplateError,
     check_sanitized,

@@ -175,7 +175,7 @@ def load_plugin(directory: str | None, version: str | None) -> PluginDir:
     """Check ``--wfbench-plugin-dir`` against ``--wfbench-plugin-version``."""
     import json
 
-    from pytest_wfbench.template import tree_digest
+    from pytest_wfbench.workspace.template import tree_digest
 
     if not directory or not version:
         raise PluginError("plugin arms need --wfbench-plugin-dir DIR and "

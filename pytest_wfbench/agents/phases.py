@@ -15,13 +15,13 @@ from pytest_wfbench.agents import AgentSettings, PhaseReport, PhaseRun, PluginDi
 from pytest_wfbench.agents.claude import model_usage_totals
 from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.cells import Cell
-from pytest_wfbench.evidence import workspace_changes
 from pytest_wfbench.outcomes import CellFailure
 from pytest_wfbench.sandbox import Mount, Sandbox
 from pytest_wfbench.session import SessionResult
 from pytest_wfbench.skills import SKILLS_DIR, fingerprint, read_only_mount
 from pytest_wfbench.store import ResultsStore
-from pytest_wfbench.template import Template
+from pytest_wfbench.workspace.evidence import workspace_changes
+from pytest_wfbench.workspace.template import Template
 
 PLUGIN_MOUNT = "/opt/wfbench/plugins"
 

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pytest_wfbench.template import Template
+from pytest_wfbench.workspace.template import Template
 
 
 def copy_tree(source: Path, target: Path) -> None:

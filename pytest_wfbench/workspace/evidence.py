@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_wfbench.git import run_git
-from pytest_wfbench.template import Template
+from pytest_wfbench.workspace.template import Template
 
 
 @dataclass(frozen=True)

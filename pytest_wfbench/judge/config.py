@@ -18,9 +18,9 @@ import shutil
 from pathlib import Path
 
 import pytest_wfbench
-from pytest_wfbench.clone import real_directories
+from pytest_wfbench.workspace.clone import real_directories
 
-JUDGE_SITE = Path(pytest_wfbench.__file__).resolve().parent / "judge_site"
+JUDGE_SITE = Path(pytest_wfbench.__file__).resolve().parent / "judge" / "site"
 JUDGE_ENV = {
     "PYTHONSAFEPATH": "1",
     "PYTHONPATH": str(JUDGE_SITE),

@@ -1,0 +1,327 @@
+"""Loading and validating task files (SPEC §2).
+
+Every error names the file, the line, the task and the field, so a user can
+fix a suite without guessing; the plugin turns it into a usage error before
+any cell runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_wfbench.tasks.model import (
+    AGENT_ARM_KEYS,
+    ARM_KINDS,
+    ARM_NAME_RE,
+    BUILTIN_ARMS,
+    DEFAULT_ALLOWED_TOOLS,
+    DEFAULT_TIMEOUT_S,
+    ENV_NAME_RE,
+    ORACLE_KEYS,
+    PHASE_KEYS,
+    PHASE_ROLES,
+    SANDBOX_KEYS,
+    SCHEMA_VERSION,
+    SCRIPT_ARM_KEYS,
+    TASK_ID_RE,
+    TASK_KEYS,
+    TOP_KEYS,
+    ArmDefinition,
+    OracleSpec,
+    PhaseSpec,
+    RepoSpec,
+    SandboxSpec,
+    Task,
+    TaskFile,
+    TaskFileError,
+    looks_like_url,
+)
+from pytest_wfbench.tasks.reader import (
+    Node,
+    Reader,
+    compose,
+    inside_folder,
+    plain,
+    relative_repo_path,
+)
+from pytest_wfbench.tasks.scenarios import load_scenarios, load_subjects
+
+
+def _sandbox(reader: Reader | None) -> SandboxSpec:
+    if reader is None:
+        return SandboxSpec()
+    reader.check_keys(SANDBOX_KEYS)
+    read_only = []
+    for value, line in reader.string_list("read_only"):
+        if not Path(value).is_absolute():
+            reader.fail(line, f"{value!r} must be an absolute path", field=reader.name("read_only"))
+        read_only.append(value)
+    env: dict[str, str] = {}
+    env_reader = reader.mapping("env")
+    if env_reader is not None:
+        for key, node in env_reader.values.items():
+            if not ENV_NAME_RE.match(key):
+                env_reader.fail(node.line, "not a valid variable name", field=env_reader.name(key))
+            if not isinstance(node.value, str | int | float) or isinstance(node.value, bool):
+                env_reader.fail(node.line, "expected a string value", field=env_reader.name(key))
+            env[key] = str(node.value)
+    return SandboxSpec(read_only=tuple(read_only), env=tuple(sorted(env.items())))
+
+
+def _repo(value: str, base: Path, reader: Reader, key: str) -> RepoSpec:
+    if looks_like_url(value):
+        return RepoSpec(value)
+    resolved = (base / value).resolve()
+    if not resolved.is_dir():
+        reader.fail(reader.line_of(key), f"{resolved} is not a directory", field=reader.name(key))
+    return RepoSpec(str(resolved))
+
+
+def _task(
+    path: Path, node: Node, default_repo: RepoSpec | None, file_sandbox: SandboxSpec,
+    default_timeout_s: float,
+) -> Task:
+    base = path.parent
+    task_id_node = node.value.get("id") if isinstance(node.value, dict) else None
+    raw_id = task_id_node.value if task_id_node is not None else None
+    reader = Reader(path, node, task=raw_id if isinstance(raw_id, str) else None, prefix="")
+    reader.check_keys(TASK_KEYS)
+    task_id = reader.required_string("id")
+    if not TASK_ID_RE.match(task_id):
+        reader.fail(
+            reader.line_of("id"),
+            f"{task_id!r} is not a valid task id (use [a-z0-9][a-z0-9._-]*: "
+            "lowercase letters, digits, dot, underscore, dash; no spaces)",
+            field="id",
+        )
+    repo_value = reader.string("repo")
+    repo = _repo(repo_value, base, reader, "repo") if repo_value else default_repo
+    if repo is None:
+        reader.fail(node.line, "no repo: set it on the task or at the top of the file",
+                    field="repo")
+        raise AssertionError  # unreachable: fail() raises
+    oracle_reader = reader.mapping("oracle")
+    if oracle_reader is None:
+        reader.fail(node.line, "required field is missing", field="oracle")
+        raise AssertionError  # unreachable: fail() raises
+    oracle_reader.check_keys(ORACLE_KEYS)
+    files_value = oracle_reader.string("files")
+    files = (
+        inside_folder(Path(files_value), base, oracle_reader, "files",
+                       oracle_reader.line_of("files"))
+        if files_value
+        else None
+    )
+    hidden = tuple(
+        relative_repo_path(value, oracle_reader, "oracle.hidden_paths", line)
+        for value, line in oracle_reader.string_list("hidden_paths")
+    )
+    gold_value = reader.string("gold")
+    gold = (
+        inside_folder(Path(gold_value), base, reader, "gold", reader.line_of("gold"))
+        if gold_value
+        else None
+    )
+    if gold is not None and not gold.is_file():
+        reader.fail(reader.line_of("gold"), f"{gold} is not a file", field="gold")
+    return Task(
+        id=task_id,
+        task_class=reader.string("class", default="unclassified") or "unclassified",
+        repo=repo,
+        ref=reader.string("ref", default="HEAD") or "HEAD",
+        prompt=reader.required_string("prompt"),
+        setup=reader.string("setup"),
+        prepare=reader.string("prepare"),
+        verify=reader.required_string("verify"),
+        oracle=OracleSpec(
+            command=oracle_reader.required_string("command"), files=files, hidden_paths=hidden
+        ),
+        gold=gold,
+        timeout_s=reader.number("timeout", default_timeout_s),
+        expensive=reader.boolean("expensive", False),
+        sandbox=file_sandbox.merged(_sandbox(reader.mapping("sandbox"))),
+        source=path,
+        line=node.line,
+    )
+
+
+def _phase(reader: Reader, base: Path) -> PhaseSpec:
+    reader.check_keys(PHASE_KEYS)
+    role = reader.string("role", default="session") or "session"
+    if role not in PHASE_ROLES:
+        reader.fail(reader.line_of("role"), f"unknown role {role!r} (known: "
+                    f"{', '.join(PHASE_ROLES)})", field=reader.name("role"))
+    servers = reader.mapping("mcp_servers")
+    mcp: list[tuple[str, str]] = []
+    if servers is not None:
+        for server, node in servers.values.items():
+            if not isinstance(node.value, dict):
+                servers.fail(node.line, "expected a mapping (the server's configuration)",
+                             field=servers.name(server))
+            mcp.append((server, json.dumps(plain(node), sort_keys=True, default=str)))
+    plugin_dirs = tuple(
+        inside_folder(Path(value), base, reader, "plugin_dirs", line)
+        for value, line in reader.string_list("plugin_dirs")
+    )
+    allowed = tuple(value for value, _ in reader.string_list("allowed_tools"))
+    name = reader.required_string("name")
+    if not ARM_NAME_RE.match(name):
+        reader.fail(reader.line_of("name"), f"{name!r} is not a valid phase name (use "
+                    "[a-z0-9][a-z0-9._-]*)", field=reader.name("name"))
+    return PhaseSpec(
+        name=name,
+        prompt=reader.required_string("prompt"),
+        role=role,
+        skill=reader.string("skill"),
+        allowed_tools=allowed or DEFAULT_ALLOWED_TOOLS,
+        disallowed_tools=tuple(value for value, _ in reader.string_list("disallowed_tools")),
+        mcp_servers=tuple(mcp),
+        plugin_dirs=plugin_dirs,
+    )
+
+
+def _skills_folder(reader: Reader, base: Path) -> Path | None:
+    value = reader.string("skills")
+    if value is None:
+        return None
+    folder = inside_folder(Path(value), base, reader, "skills", reader.line_of("skills"))
+    if not folder.is_dir():
+        reader.fail(reader.line_of("skills"), f"{folder} is not a folder",
+                    field=reader.name("skills"))
+    return folder
+
+
+def _arm_definitions(reader: Reader | None, base: Path) -> dict[str, ArmDefinition]:
+    if reader is None:
+        return {}
+    arms: dict[str, ArmDefinition] = {}
+    for name in reader.values:
+        arm = reader.mapping(name)
+        assert arm is not None
+        field_name = reader.name(name)
+        if not ARM_NAME_RE.match(name):
+            reader.fail(arm.node.line, "not a valid arm name", field=field_name)
+        if name in BUILTIN_ARMS:
+            reader.fail(arm.node.line, f"{name!r} is a built-in arm", field=field_name)
+        kind = arm.required_string("agent")
+        if kind not in ARM_KINDS:
+            arm.fail(
+                arm.line_of("agent"),
+                f"unknown agent {kind!r} (known: {', '.join(ARM_KINDS)})",
+                field=arm.name("agent"),
+            )
+        if kind == "script":
+            arm.check_keys(SCRIPT_ARM_KEYS)
+            steps = tuple(value for value, _ in arm.string_list("steps"))
+            if not steps:
+                arm.fail(arm.line_of("steps"), "a script arm needs at least one step",
+                         field=arm.name("steps"))
+            arms[name] = ArmDefinition(
+                name=name, kind=kind, steps=steps, description=arm.string("description") or "",
+                network=arm.boolean("network", False),
+            )
+            continue
+        arm.check_keys(AGENT_ARM_KEYS)
+        node = arm.values.get("phases")
+        if node is None or not isinstance(node.value, list) or not node.value:
+            arm.fail(arm.line_of("phases"), "an agent arm needs a list of phases",
+                     field=arm.name("phases"))
+            raise AssertionError  # unreachable: fail() raises
+        phases = tuple(
+            _phase(Reader(arm.path, item, task=None, prefix=f"{arm.name('phases')}[{i}]."),
+                   base)
+            for i, item in enumerate(node.value)
+        )
+        names = [phase.name for phase in phases]
+        if len(set(names)) != len(names):
+            arm.fail(arm.line_of("phases"), f"phase names must be unique, got {names}",
+                     field=arm.name("phases"))
+        minimal = arm.boolean("minimal", False)
+        if minimal and any(p.skill or p.mcp_servers or p.plugin_dirs for p in phases):
+            arm.fail(arm.line_of("minimal"), "minimal mode has no skills, MCP servers or "
+                     "plugins, but a phase asks for one", field=arm.name("minimal"))
+        arms[name] = ArmDefinition(
+            name=name, kind=kind, description=arm.string("description") or "", phases=phases,
+            skills=_skills_folder(arm, base), plugin=arm.boolean("plugin", False),
+            minimal=minimal,
+        )
+    return arms
+
+
+def load_task_file(
+    path: Path, *, default_timeout_s: float = DEFAULT_TIMEOUT_S,
+    known_arms: Sequence[str] = BUILTIN_ARMS,
+) -> TaskFile:
+    """Parse and validate one task file; raise :class:`TaskFileError` on any problem.
+
+    ``known_arms`` are the arms that exist without a definition in the file (the
+    built-in scripted arms and the agent presets)."""
+    path = path.resolve()
+    root = compose(path)
+    reader = Reader(path, root, task=None, prefix="")
+    reader.check_keys(TOP_KEYS)
+    if "version" not in reader.values:
+        reader.fail(root.line, "required field is missing (use version: 1)", field="version")
+    version = reader.values["version"].value
+    if isinstance(version, bool) or not isinstance(version, int) or version != SCHEMA_VERSION:
+        reader.fail(reader.line_of("version"), f"unsupported version (this harness reads "
+                    f"version {SCHEMA_VERSION})", field="version")
+    repo_value = reader.string("repo")
+    default_repo = _repo(repo_value, path.parent, reader, "repo") if repo_value else None
+    file_sandbox = _sandbox(reader.mapping("sandbox"))
+    arm_definitions = _arm_definitions(reader.mapping("arm_definitions"), path.parent)
+    arms = []
+    for name, line in reader.string_list("arms"):
+        if name not in known_arms and name not in arm_definitions:
+            reader.fail(line, f"unknown arm {name!r}: not built in and not in arm_definitions",
+                        field="arms")
+        arms.append(name)
+    subjects = load_subjects(reader.mapping("subjects"))
+    scenarios = load_scenarios(reader, subjects, default_timeout_s)
+    if scenarios and "tasks" not in reader.values:
+        reader.values["tasks"] = Node([], root.line)
+    if "tasks" not in reader.values or not isinstance(reader.values["tasks"].value, list):
+        reader.fail(reader.line_of("tasks"), "expected a list of tasks", field="tasks")
+    tasks: list[Task] = []
+    seen: dict[str, int] = {scenario.id: scenario.line for scenario in scenarios}
+    for node in reader.values["tasks"].value:
+        task = _task(path, node, default_repo, file_sandbox, default_timeout_s)
+        if task.id in seen:
+            raise TaskFileError(path, task.line,
+                                f"duplicate task id (first at line {seen[task.id]})",
+                                task=task.id, field="id")
+        seen[task.id] = task.line
+        tasks.append(task)
+    if not tasks and not scenarios:
+        reader.fail(reader.line_of("tasks"), "the file declares no tasks", field="tasks")
+    return TaskFile(
+        path=path,
+        name=reader.string("name") or path.stem,
+        arms=tuple(arms) or BUILTIN_ARMS,
+        arm_definitions=arm_definitions,
+        tasks=tuple(tasks),
+        skills=_skills_folder(reader, path.parent),
+        subjects=subjects,
+        scenarios=scenarios,
+    )
+
+def load_task_files(
+    paths: Sequence[Path], *, default_timeout_s: float = DEFAULT_TIMEOUT_S,
+    known_arms: Sequence[str] = BUILTIN_ARMS,
+) -> list[TaskFile]:
+    """Load several task files; task ids must be unique across all of them."""
+    files = [load_task_file(path, default_timeout_s=default_timeout_s, known_arms=known_arms)
+             for path in paths]
+    owner: dict[str, Path] = {}
+    for task_file in files:
+        ids = [(t.id, t.line) for t in task_file.tasks]
+        ids += [(s.id, s.line) for s in task_file.scenarios]
+        for task_id, line in ids:
+            if task_id in owner and owner[task_id] != task_file.path:
+                raise TaskFileError(task_file.path, line,
+                                    f"task id also used in {owner[task_id]}; cell ids must be "
+                                    "unique in a sweep", task=task_id, field="id")
+            owner[task_id] = task_file.path
+    return files

@@ -1,0 +1,192 @@
+"""What a task file declares, as frozen data (SPEC §2)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+TASK_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+ARM_NAME_RE = TASK_ID_RE
+HOOK_NAME_RE = re.compile(r"^[a-z][a-z-]*$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DEFAULT_TIMEOUT_S = 1800.0
+BUILTIN_ARMS = ("gold", "noop")
+# Arm kinds a task file may declare under arm_definitions.
+ARM_KINDS = ("script", "claude")
+PHASE_ROLES = ("session", "plan", "work")
+DEFAULT_ALLOWED_TOOLS = ("Bash", "Edit", "Write", "Read", "Glob", "Grep", "Skill")
+
+TOP_KEYS = {"version", "name", "repo", "arms", "arm_definitions", "tasks", "sandbox", "skills",
+            "subjects", "scenarios"}
+SUBJECT_KEYS = {"binary", "driver", "version_command", "description"}
+SCENARIO_KEYS = {"id", "kind", "class", "subjects", "remote_hooks", "fault_replays", "timeout",
+                 "expensive"}
+# The scenario kinds of the tool-cost lane (pytest_wfbench.lanes).
+SCENARIO_KINDS = ("task_loop", "agent_task_baseline", "interrupted_publication")
+TASK_KEYS = {
+    "id", "class", "repo", "ref", "prompt", "setup", "prepare", "verify", "oracle",
+    "gold", "timeout", "expensive", "sandbox",
+}
+ORACLE_KEYS = {"command", "files", "hidden_paths"}
+SANDBOX_KEYS = {"read_only", "env"}
+SCRIPT_ARM_KEYS = {"agent", "steps", "description", "network"}
+AGENT_ARM_KEYS = {"agent", "description", "phases", "skills", "plugin", "minimal"}
+PHASE_KEYS = {"name", "prompt", "skill", "role", "allowed_tools", "disallowed_tools",
+              "mcp_servers", "plugin_dirs"}
+
+
+class TaskFileError(Exception):
+    """A task file is malformed; the message says where and what to do."""
+
+    def __init__(
+        self, path: Path, line: int | None, message: str, *, task: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        where = f"{path}:{line}" if line else str(path)
+        parts = [where]
+        if task:
+            parts.append(f"task {task!r}")
+        if field:
+            parts.append(f"field {field!r}")
+        super().__init__(": ".join(parts) + f": {message}")
+        self.path, self.line, self.task, self.field = path, line, task, field
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    read_only: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+    def merged(self, other: SandboxSpec) -> SandboxSpec:
+        env = dict(self.env) | dict(other.env)
+        return SandboxSpec(
+            read_only=tuple(dict.fromkeys(self.read_only + other.read_only)),
+            env=tuple(sorted(env.items())),
+        )
+
+
+@dataclass(frozen=True)
+class OracleSpec:
+    command: str
+    files: Path | None
+    hidden_paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RepoSpec:
+    """Where a task's code comes from: a local path or a git URL."""
+
+    location: str
+    """An absolute local path, or a URL as written."""
+
+    @property
+    def is_url(self) -> bool:
+        return looks_like_url(self.location)
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    task_class: str
+    repo: RepoSpec
+    ref: str
+    prompt: str
+    setup: str | None
+    prepare: str | None
+    verify: str
+    oracle: OracleSpec
+    gold: Path | None
+    timeout_s: float
+    expensive: bool
+    sandbox: SandboxSpec
+    source: Path
+    line: int
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    """One agent session of an arm (SPEC §4)."""
+
+    name: str
+    prompt: str
+    """A template: ``{task}`` is the task's prompt, ``{plan}`` the plan document's path."""
+    role: str = "session"
+    """``plan``: may only add one new plan document; ``work``: must change the
+    workspace; ``session``: no check of its own."""
+    skill: str | None = None
+    """The skill the phase must invoke (its name as the Skill tool takes it)."""
+    allowed_tools: tuple[str, ...] = DEFAULT_ALLOWED_TOOLS
+    disallowed_tools: tuple[str, ...] = ()
+    mcp_servers: tuple[tuple[str, str], ...] = ()
+    """Server name -> its JSON configuration (strict MCP config always)."""
+    plugin_dirs: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class ArmDefinition:
+    name: str
+    kind: str
+    steps: tuple[str, ...] = ()
+    description: str = ""
+    phases: tuple[PhaseSpec, ...] = ()
+    skills: Path | None = None
+    """A folder of skills under test, copied into the clone's ``.claude/skills/``."""
+    plugin: bool = False
+    """Uses the external plugin given by --wfbench-plugin-dir / --wfbench-plugin-version."""
+    minimal: bool = False
+    """The CLI's minimal mode (``--bare``): no skills, plugins or MCP servers."""
+    network: bool = False
+    """Whether a script arm's steps may use the network (agent sessions always do)."""
+
+    @property
+    def is_agent(self) -> bool:
+        return bool(self.phases)
+
+
+@dataclass(frozen=True)
+class SubjectSpec:
+    """A command-line tool a tool-cost scenario measures (e.g. git)."""
+
+    name: str
+    binary: str
+    driver: str
+    """Which scenario implementation drives it (``git`` for git-compatible CLIs)."""
+    version_command: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    """A fixed whole-task motion, performed by each subject (tool-cost lane)."""
+
+    id: str
+    kind: str
+    scenario_class: str
+    subjects: tuple[str, ...]
+    remote_hooks: tuple[tuple[str, str], ...] = ()
+    """Hooks installed on the seeded remote (untimed), e.g. to make it reject pushes."""
+    fault_replays: int = 0
+    """For ``interrupted_publication``: how many times the fault fixture replays a
+    mutation to its backend (0 is an honest fixture; more breaks it on purpose)."""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    expensive: bool = False
+    source: Path = Path(".")
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class TaskFile:
+    path: Path
+    name: str
+    arms: tuple[str, ...]
+    arm_definitions: dict[str, ArmDefinition] = field(default_factory=dict)
+    tasks: tuple[Task, ...] = ()
+    skills: Path | None = None
+    subjects: dict[str, SubjectSpec] = field(default_factory=dict)
+    scenarios: tuple[ScenarioSpec, ...] = ()
+
+
+def looks_like_url(location: str) -> bool:
+    return "://" in location or re.match(r"^[\w.-]+@[\w.-]+:", location) is not None
+

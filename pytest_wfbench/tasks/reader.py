@@ -1,0 +1,163 @@
+"""Reading YAML with line numbers, and typed access whose errors name the
+file, the line, the task and the field."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_wfbench.tasks.model import TaskFileError
+
+
+class Node:
+    """A parsed YAML value with the line it started on."""
+
+    def __init__(self, value: Any, line: int) -> None:
+        self.value = value
+        self.line = line
+
+
+def compose(path: Path) -> Node:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskFileError(path, None, f"cannot read task file: {exc.strerror}") from exc
+    try:
+        root = yaml.compose(text, Loader=COMPOSER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise TaskFileError(path, line, f"invalid YAML: {problem}") from exc
+    if root is None:
+        raise TaskFileError(path, 1, "the task file is empty")
+    return _convert(path, root, yaml.SafeLoader(""))
+
+
+# libyaml's composer when PyYAML has it (several times faster); nodes keep lines.
+COMPOSER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _convert(path: Path, node: yaml.Node, constructor: yaml.SafeLoader) -> Node:
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        mapping: dict[str, Node] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if not isinstance(key_node, yaml.ScalarNode):
+                line = key_node.start_mark.line + 1
+                raise TaskFileError(path, line, "keys must be plain strings")
+            if key in mapping:
+                raise TaskFileError(
+                    path, key_node.start_mark.line + 1, f"duplicate key {key!r}", field=key
+                )
+            mapping[key] = _convert(path, value_node, constructor)
+        return Node(mapping, line)
+    if isinstance(node, yaml.SequenceNode):
+        return Node([_convert(path, item, constructor) for item in node.value], line)
+    return Node(constructor.construct_object(node, deep=True), line)
+
+
+class Reader:
+    """Typed access to one mapping of a task file, with located errors."""
+
+    def __init__(self, path: Path, node: Node, *, task: str | None, prefix: str) -> None:
+        self.path, self.node, self.task, self.prefix = path, node, task, prefix
+        if not isinstance(node.value, dict):
+            self.fail(node.line, "expected a mapping", field=prefix.rstrip(".") or None)
+        self.values: dict[str, Node] = node.value
+
+    def fail(self, line: int | None, message: str, *, field: str | None) -> Any:
+        raise TaskFileError(self.path, line, message, task=self.task, field=field)
+
+    def name(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def check_keys(self, allowed: set[str]) -> None:
+        for key, value in self.values.items():
+            if key not in allowed:
+                known = ", ".join(sorted(allowed))
+                self.fail(value.line, f"unknown key (allowed: {known})", field=self.name(key))
+
+    def line_of(self, key: str) -> int:
+        return self.values[key].line if key in self.values else self.node.line
+
+    def string(self, key: str, *, required: bool = False, default: str | None = None) -> str | None:
+        if key not in self.values:
+            if required:
+                self.fail(self.node.line, "required field is missing", field=self.name(key))
+            return default
+        value = self.values[key].value
+        if not isinstance(value, str) or not value.strip():
+            self.fail(self.values[key].line, "expected a non-empty string", field=self.name(key))
+        return str(value)
+
+    def required_string(self, key: str) -> str:
+        value = self.string(key, required=True)
+        assert value is not None
+        return value
+
+    def number(self, key: str, default: float) -> float:
+        if key not in self.values:
+            return default
+        value = self.values[key].value
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value <= 0):
+            self.fail(self.values[key].line, "expected a positive number", field=self.name(key))
+        return float(value)
+
+    def boolean(self, key: str, default: bool) -> bool:
+        if key not in self.values:
+            return default
+        value = self.values[key].value
+        if not isinstance(value, bool):
+            self.fail(self.values[key].line, "expected true or false", field=self.name(key))
+        return bool(value)
+
+    def string_list(self, key: str) -> list[tuple[str, int]]:
+        if key not in self.values:
+            return []
+        node = self.values[key]
+        if not isinstance(node.value, list):
+            self.fail(node.line, "expected a list of strings", field=self.name(key))
+        items = []
+        for item in node.value:
+            if not isinstance(item.value, str) or not item.value.strip():
+                self.fail(item.line, "expected a non-empty string", field=self.name(key))
+            items.append((item.value, item.line))
+        return items
+
+    def mapping(self, key: str) -> Reader | None:
+        if key not in self.values:
+            return None
+        return Reader(self.path, self.values[key], task=self.task, prefix=f"{self.name(key)}.")
+
+
+def inside_folder(path: Path, base: Path, reader: Reader, key: str, line: int) -> Path:
+    """Resolve ``path`` relative to the task file folder; it must stay inside it."""
+    resolved = (base / path).resolve()
+    if not resolved.is_relative_to(base.resolve()):
+        reader.fail(line, f"{path} escapes the task file's folder {base}", field=reader.name(key))
+    if not resolved.exists():
+        reader.fail(line, f"{resolved} does not exist", field=reader.name(key))
+    return resolved
+
+
+def relative_repo_path(value: str, reader: Reader, key: str, line: int) -> str:
+    pure = Path(value)
+    if pure.is_absolute() or ".." in pure.parts or not pure.parts or pure.as_posix() == ".":
+        reader.fail(line, f"{value!r} must be a relative path inside the repo", field=key)
+    return pure.as_posix().rstrip("/")
+
+
+def plain(node: Node) -> Any:
+    """A parsed node back to plain Python data (for JSON configuration)."""
+    if isinstance(node.value, dict):
+        return {key: plain(value) for key, value in node.value.items()}
+    if isinstance(node.value, list):
+        return [plain(item) for item in node.value]
+    return node.value
+
