@@ -82,6 +82,7 @@ def task_file_text(
             "    oracle:",
             f'      command: "{oracle_command}"',
             f"      files: {ORACLE_DIR}/",
+            "      expect: exit-code",
             "    timeout: 120",
         ]
     return "\n".join(lines) + "\n"

@@ -1,15 +1,19 @@
 """The cell lifecycle as fixtures (SPEC §3), one per stage, in the order data
 flows: record -> template -> clone -> sandbox -> setup -> session -> verify ->
-oracle -> evidence -> row.
+capture -> evidence -> oracle -> row.
 
-Each stage runs inside :meth:`StageGuard` so that whatever it raises becomes
-the cell's error kind, and the record fixture's teardown writes the row
-whatever happened before it.
+Each stage runs inside :func:`stage` so that whatever it raises becomes the
+cell's error kind, and the record fixture's teardown writes the row whatever
+happened before it. After the session, the harness reads the workspace once,
+by capturing it into a tree of its own (bounded, never following a link);
+evidence and the oracle work on that tree. From then on nothing the arm left
+can make a cell excluded: a failure is ``evidence-tampered`` (or
+``limit-exceeded``) and counts as unresolved.
 """
 
 from __future__ import annotations
 
-import shutil
+import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,9 +25,10 @@ import pytest
 from pytest_wfbench.agents.phases import AgentCell, run_agent_arm, token_totals
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.git import GitError
+from pytest_wfbench.judge.suspicion import scan_patch
 from pytest_wfbench.lanes import run_scenario
 from pytest_wfbench.oracle import OracleResult, run_oracle
-from pytest_wfbench.outcomes import CellFailure
+from pytest_wfbench.outcomes import CellFailure, CellVerdict
 from pytest_wfbench.row import CellRecord, Row
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.session import SessionResult, run_session
@@ -32,17 +37,31 @@ from pytest_wfbench.sweep import Sweep
 from pytest_wfbench.verify import VerifyResult, run_verify
 from pytest_wfbench.workspace.clone import make_clone
 from pytest_wfbench.workspace.evidence import diff_against_base
+from pytest_wfbench.workspace.fs import Capture, TreeLimitExceeded, capture_tree, remove_tree
 from pytest_wfbench.workspace.template import Template, TemplateError
 
 SWEEP_KEY = pytest.StashKey[Sweep]()
 RECORD_KEY = pytest.StashKey[CellRecord]()
+AFTER_SESSION = "evidence-tampered"
 
 
 @contextmanager
 def stage(record: CellRecord, name: str, default_kind: str = "infra-error") -> Iterator[None]:
-    """Turn whatever a stage raises into the record's error kind, then re-raise."""
+    """Turn whatever a stage raises into the record's error kind. A verdict (the
+    arm's own failure: a timeout, a limit) is recorded and ends the stage
+    quietly, so the cell goes on to its row and pytest reports a failure; any
+    other failure is re-raised, and pytest reports an error. An exception of
+    no known kind is a harness bug: ``harness-error``."""
     try:
         yield
+    except CellVerdict as verdict:
+        record.fail(verdict.kind, verdict.detail)
+        if record.limit_exceeded is None:
+            record.limit_exceeded = verdict.limit
+    except TreeLimitExceeded as exc:
+        record.fail("limit-exceeded", f"{name}: {exc.detail}")
+        if record.limit_exceeded is None:
+            record.limit_exceeded = {"limit": exc.limit, "value": exc.value}
     except CellFailure as failure:
         record.fail(failure.kind, failure.detail)
         raise
@@ -53,17 +72,27 @@ def stage(record: CellRecord, name: str, default_kind: str = "infra-error") -> I
         record.fail("cancelled", f"interrupted during {name}")
         raise
     except Exception as exc:
-        record.fail(default_kind, f"{name}: {type(exc).__name__}: {exc}")
-        raise
+        detail = f"{name}: {type(exc).__name__}: {exc}"
+        record.fail("harness-error", detail)
+        raise CellFailure("harness-error", detail) from exc
 
 
 @dataclass(frozen=True)
 class CellPaths:
-    """A cell's private host directories: its workspace and its agent HOME."""
+    """A cell's private host directories (random names: nothing in them says
+    which task or arm the cell is): its workspace and its agent HOME."""
 
     root: Path
     workspace: Path
     home: Path
+
+
+@dataclass(frozen=True)
+class FinalTree:
+    """The harness's own copy of the workspace as the arm left it."""
+
+    path: Path
+    capture: Capture
 
 
 @pytest.fixture
@@ -77,7 +106,8 @@ def wfbench_record(
     wfbench_cell: AnyCell, wfbench_sweep: Sweep, request: pytest.FixtureRequest
 ) -> Iterator[CellRecord]:
     """The cell's record; its teardown writes the row and the junit properties."""
-    record = CellRecord(cell_id=wfbench_cell.cell_id, started=time.monotonic())
+    record = CellRecord(cell_id=wfbench_cell.cell_id, started=time.monotonic(),
+                        suspicious_fails=wfbench_sweep.options.suspicious == "fail")
     request.node.stash[RECORD_KEY] = record
     try:
         yield record
@@ -103,7 +133,8 @@ def wfbench_clone(
     wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_record: CellRecord,
     wfbench_template: Template,
 ) -> Iterator[CellPaths]:
-    """A private copy of the template, erased after the cell."""
+    """A private copy of the template, erased after the cell (without following
+    anything the arm left there, however deep)."""
     with stage(wfbench_record, "clone"):
         root = wfbench_sweep.cell_dir(wfbench_cell)
         workspace = make_clone(wfbench_template, root)
@@ -115,9 +146,10 @@ def wfbench_clone(
         if wfbench_cell.arm.plugin and wfbench_sweep.plugin is not None:
             wfbench_record.plugin = wfbench_sweep.plugin.to_json()
     yield CellPaths(root=root, workspace=workspace, home=home)
-    if not wfbench_sweep.options.keep_workspaces and root.exists():
-        with stage(wfbench_record, "cleanup", "cleanup-failure"):
-            shutil.rmtree(root)
+    if not wfbench_sweep.options.keep_workspaces:
+        kind = AFTER_SESSION if wfbench_record.session_completed else "cleanup-failure"
+        with stage(wfbench_record, "cleanup", kind):
+            remove_tree(root)
 
 
 @pytest.fixture
@@ -137,10 +169,12 @@ def wfbench_setup(
         if task.setup:
             result = wfbench_sandbox.run(task.setup, workspace=wfbench_clone.workspace,
                                          home=wfbench_clone.home, writable=True, network=True,
-                                         timeout_s=task.timeout_s)
+                                         timeout_s=task.timeout_s,
+                                         limits=task.sandbox.resolved_limits())
             if not result.ok:
-                raise CellFailure("infra-error", f"setup exited {result.returncode}"
-                                  f"{' (timed out)' if result.timed_out else ''}: "
+                reason = (f" ({result.limit_hit.describe()})" if result.limit_hit else
+                          " (timed out)" if result.timed_out else "")
+                raise CellFailure("infra-error", f"setup exited {result.returncode}{reason}: "
                                   f"{result.tail()}")
         for hidden in task.oracle.hidden_paths:
             if (wfbench_clone.workspace / hidden).exists():
@@ -153,7 +187,8 @@ def wfbench_session(
     wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_record: CellRecord,
     wfbench_template: Template, wfbench_setup: CellPaths, wfbench_sandbox: Sandbox,
 ) -> SessionResult:
-    """The arm's session(s); on return every process of the arm has exited."""
+    """The arm's session(s); on return every process of the arm has exited.
+    A session that timed out or went over a limit returns too (a verdict)."""
     cell, sweep, record = wfbench_cell, wfbench_sweep, wfbench_record
     result = SessionResult()
     try:
@@ -164,13 +199,15 @@ def wfbench_session(
                 agent = AgentCell(
                     settings=sweep.agent_settings, plugin=sweep.plugin,
                     template=wfbench_template, scratch=wfbench_setup.root, store=sweep.store,
-                    skills_fingerprint=record.skills_fingerprint, proxy=sweep.api_proxy())
+                    skills_fingerprint=record.skills_fingerprint, proxy=sweep.api_proxy(),
+                    limits=cell.task.sandbox.resolved_limits(),
+                    bounds=sweep.tree_bounds(cell.task))
                 run_agent_arm(cell, wfbench_sandbox, wfbench_setup.workspace,
                               wfbench_setup.home, result, agent)
             else:
                 run_session(cell, wfbench_sandbox, wfbench_setup.workspace, wfbench_setup.home,
                             result, admitted_chars=sweep.options.admitted_output_chars)
-        record.session_completed = True
+            record.session_completed = True
     finally:
         _record_session(record, result)
     return result
@@ -203,58 +240,95 @@ def wfbench_verify(
     wfbench_sandbox: Sandbox, wfbench_session: SessionResult,
 ) -> VerifyResult:
     """The task's visible verify command, read-only and offline."""
-    with stage(wfbench_record, "verify"):
+    if wfbench_record.failure_kind is not None:
+        return VerifyResult(False, "not run: the session did not complete")
+    with stage(wfbench_record, "verify", AFTER_SESSION):
         result = run_verify(wfbench_cell.task, wfbench_sandbox, wfbench_setup.workspace)
-    wfbench_record.verify_passed = result.passed
-    wfbench_record.verify_detail = result.detail
-    return result
+        wfbench_record.verify_passed = result.passed
+        wfbench_record.verify_detail = result.detail
+        return result
+    return VerifyResult(False, "not run")
+
+
+@pytest.fixture
+def wfbench_final(
+    wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_record: CellRecord,
+    wfbench_setup: CellPaths, wfbench_verify: VerifyResult,
+) -> FinalTree | None:
+    """The workspace as the arm left it, captured into the harness's own tree
+    (bounded; links copied as links, special files and nested ``.git`` left out);
+    None when the capture went over a bound (a counted ``limit-exceeded``)."""
+    path = wfbench_setup.root / f"final-{secrets.token_hex(6)}"
+    with stage(wfbench_record, "capture", AFTER_SESSION):
+        capture = capture_tree(wfbench_setup.workspace, path,
+                               wfbench_sweep.tree_bounds(wfbench_cell.task))
+        return FinalTree(path, capture)
+    return None
+
+
+@pytest.fixture
+def wfbench_evidence(
+    wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_record: CellRecord,
+    wfbench_template: Template, wfbench_setup: CellPaths, wfbench_final: FinalTree | None,
+) -> CellRecord:
+    """Churn against the sanitized base, the final patch as an artifact (with
+    notes on what it cannot show), and the suspicion scan of the patch."""
+    record = wfbench_record
+    if wfbench_final is None:
+        return record
+    exclude = (SKILLS_DIR,) if record.skills_fingerprint is not None else ()
+    with stage(record, "evidence", AFTER_SESSION):
+        churn = diff_against_base(wfbench_template, wfbench_final.path, wfbench_final.capture,
+                                  wfbench_setup.root, exclude)
+        name = wfbench_sweep.store.write_artifact(f"{wfbench_cell.cell_id}.patch", churn.patch)
+        record.diff_files = churn.files
+        record.diff_insertions = churn.insertions
+        record.diff_deletions = churn.deletions
+        record.artifacts.append(name)
+        record.evidence_notes = list(churn.notes)
+        record.suspicious = scan_patch(churn.patch.decode("utf-8", "replace"), churn.notes)
+    return record
 
 
 @pytest.fixture
 def wfbench_oracle(
     wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_record: CellRecord,
     wfbench_template: Template, wfbench_setup: CellPaths, wfbench_sandbox: Sandbox,
-    wfbench_verify: VerifyResult,
-) -> OracleResult:
-    """The hidden oracle, staged now that the arm has exited, then erased."""
-    with stage(wfbench_record, "oracle", "oracle-unavailable"):
-        result = run_oracle(wfbench_cell.task, wfbench_sweep.oracles[wfbench_cell.task.id],
-                            wfbench_template, wfbench_sandbox, wfbench_setup.workspace,
-                            wfbench_setup.root)
-    wfbench_record.oracle_passed = result.passed
-    wfbench_record.oracle_digest = result.digest
-    return result
-
-
-@pytest.fixture
-def wfbench_evidence(
-    wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_record: CellRecord,
-    wfbench_template: Template, wfbench_setup: CellPaths, wfbench_session: SessionResult,
-    wfbench_oracle: OracleResult,
-) -> CellRecord:
-    """Churn against the sanitized base, the final patch as an artifact, and the
-    arm's own evidence checks (an evidence failure makes the cell an error)."""
-    record = wfbench_record
-    exclude = (SKILLS_DIR,) if record.skills_fingerprint is not None else ()
-    with stage(record, "evidence", "evidence-unverified"):
-        churn = diff_against_base(wfbench_template, wfbench_setup.workspace, wfbench_setup.root,
-                                  exclude)
-        name = wfbench_sweep.store.write_artifact(f"{wfbench_cell.cell_id}.patch", churn.patch)
-        record.diff_files = churn.files
-        record.diff_insertions = churn.insertions
-        record.diff_deletions = churn.deletions
-        record.artifacts.append(name)
-        if wfbench_session.evidence_failure is not None:
-            raise CellFailure(*wfbench_session.evidence_failure)
-    return record
+    wfbench_final: FinalTree | None, wfbench_evidence: CellRecord,
+) -> OracleResult | None:
+    """The hidden oracle, staged now that the arm has exited, on the captured
+    tree; then erased. Not run for a cell that already failed."""
+    record, task = wfbench_record, wfbench_cell.task
+    if record.failure_kind is not None or wfbench_final is None:
+        return None
+    snapshot = wfbench_sweep.oracles[task.id]
+    with stage(record, "oracle", "oracle-unavailable"):
+        expectation = wfbench_sweep.expectations().get(task, snapshot, wfbench_template)
+    if record.failure_kind is not None:
+        return None
+    with stage(record, "oracle", AFTER_SESSION):
+        result = run_oracle(task, snapshot, wfbench_template, wfbench_sandbox,
+                            wfbench_final.path, wfbench_setup.root, expectation)
+        record.oracle_passed = result.passed
+        record.oracle_digest = result.digest
+        record.oracle_judged_by = result.judged_by
+        record.oracle_tests_expected = result.expected_tests
+        record.oracle_detail = None if result.passed else result.detail
+        return result
+    return None
 
 
 @pytest.fixture
 def wfbench_row(
-    wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_evidence: CellRecord
+    wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_record: CellRecord,
+    wfbench_session: SessionResult, wfbench_oracle: OracleResult | None,
 ) -> Row:
-    """The cell's outcome as its row will say it (written by the record's teardown)."""
-    record = wfbench_evidence
+    """The cell's outcome as its row will say it (written by the record's
+    teardown); the arm's own evidence checks (SPEC §4) make it an error."""
+    record = wfbench_record
+    if record.failure_kind is None and wfbench_session.evidence_failure is not None:
+        record.fail(*wfbench_session.evidence_failure)
+        raise CellFailure(*wfbench_session.evidence_failure)
     return wfbench_sweep.build_row(wfbench_cell, record, time.monotonic() - record.started)
 
 
@@ -276,7 +350,7 @@ def wfbench_lane_row(
                                   admitted_chars=sweep.options.admitted_output_chars)
     finally:
         if not sweep.options.keep_workspaces:
-            shutil.rmtree(root, ignore_errors=True)
+            remove_tree(root)
     record.session_completed = True
     record.steps = result.steps
     record.transport = result.transport

@@ -19,8 +19,11 @@ SAFE_CONFIG = (
     "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgsign=false",
     "-c", "tag.gpgsign=false", "-c", "init.defaultBranch=main", "-c", "core.autocrlf=false",
     "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "safe.directory=*",
-    "-c", "protocol.file.allow=always",
+    "-c", "protocol.file.allow=always", "-c", "diff.ignoreSubmodules=none",
+    "-c", "submodule.recurse=false", "-c", "core.quotePath=false",
 )
+# Harness git commands on an arm's tree are bounded in time like every other step.
+DEFAULT_TIMEOUT_S = 300.0
 
 
 class GitError(Exception):
@@ -48,12 +51,23 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def run_git(
     args: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
-    stdin: bytes | None = None, check: bool = True,
+    stdin: bytes | None = None, check: bool = True, stdout: Path | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> subprocess.CompletedProcess[bytes]:
-    result = subprocess.run(
-        ["git", *SAFE_CONFIG, *args], cwd=cwd, env=git_env(env), input=stdin,
-        capture_output=True, check=False,
-    )
+    """Run git; ``stdout`` sends its output to a file instead of memory (output
+    whose size an arm decides)."""
+    try:
+        if stdout is not None:
+            with stdout.open("wb") as sink:
+                result = subprocess.run(
+                    ["git", *SAFE_CONFIG, *args], cwd=cwd, env=git_env(env), input=stdin,
+                    stdout=sink, stderr=subprocess.PIPE, check=False, timeout=timeout_s)
+        else:
+            result = subprocess.run(
+                ["git", *SAFE_CONFIG, *args], cwd=cwd, env=git_env(env), input=stdin,
+                capture_output=True, check=False, timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {' '.join(args[:3])} timed out after {timeout_s:g}s") from exc
     if check and result.returncode != 0:
         message = result.stderr.decode("utf-8", "replace").strip()
         raise GitError(f"git {' '.join(args[:3])} failed ({result.returncode}): {message}")

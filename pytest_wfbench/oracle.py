@@ -2,28 +2,51 @@
 
 Its files are digested at sweep start. For each cell they are staged only
 after the arm's last process has exited (every sandbox command's PID namespace
-dies with it), under a random path, read-only and offline, together with a
-throw-away copy of the final workspace that has the hidden paths back. Only
-pass or fail is kept: the oracle's output can print hidden content. Everything
-staged is erased afterwards.
+dies with it), under a random path, read-only and offline, with the tree the
+harness captured from the workspace: its test configuration reset to the
+base, its hidden paths given back, the base's git history in place of the
+arm's. The oracle passes only on observed results (:mod:`judge.expected`).
+Only pass or fail is kept: the oracle's output can print hidden content.
+Everything staged is erased afterwards.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import secrets
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from pytest_wfbench.judge.config import JUDGE_ENV, reset_test_configuration
+from filelock import FileLock
+
+from pytest_wfbench.judge.config import reset_test_configuration, root_config_file
+from pytest_wfbench.judge.environment import (
+    gold_added_paths,
+    importable_names,
+    judge_env,
+    oracle_addopts,
+    write_import_rules,
+)
+from pytest_wfbench.judge.expected import (
+    EXIT_CODE,
+    Expectation,
+    expectation_from_run,
+    judge_outcomes,
+    parse_outcomes,
+)
 from pytest_wfbench.outcomes import CellFailure
 from pytest_wfbench.sandbox import Mount, Sandbox
 from pytest_wfbench.tasks import Task
-from pytest_wfbench.workspace.clone import copy_tree, real_directories
+from pytest_wfbench.workspace import fs
+from pytest_wfbench.workspace.clone import copy_tree
 from pytest_wfbench.workspace.template import Template, tree_digest
 
 EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
+MAX_OUTCOMES_BYTES = 32 << 20
+EMPTY_CONFIG = "[pytest]\n"
 
 
 @dataclass(frozen=True)
@@ -44,6 +67,9 @@ class OracleSnapshot:
 class OracleResult:
     passed: bool
     digest: str
+    detail: str
+    judged_by: str
+    expected_tests: int | None
 
 
 def combined_digest(snapshot: OracleSnapshot, template: Template) -> str:
@@ -51,38 +77,151 @@ def combined_digest(snapshot: OracleSnapshot, template: Template) -> str:
     return hashlib.sha256(f"{snapshot.digest}:{template.hidden_digest}".encode()).hexdigest()
 
 
-def run_oracle(
-    task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,
-    workspace: Path, cell_dir: Path,
-) -> OracleResult:
+@functools.lru_cache(maxsize=256)
+def _import_rules(template_path: Path, hidden_store: Path, gold: Path | None) -> str:
+    """The oracle's import rules for a task, as JSON (see judge/site/sitecustomize.py)."""
+    added = gold_added_paths(gold.read_bytes()) if gold is not None else []
+    return json.dumps(importable_names([template_path, hidden_store], added), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class _Run:
+    exit_ok: bool
+    timed_out: bool
+    outcomes: str
+
+
+def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,
+         tree: Path, stage: Path, addopts: tuple[str, ...] = ()) -> _Run:
+    """Stage the oracle over ``tree`` (the harness's own copy) and run it once."""
+    mounts: list[Mount] = []
+    workspace = sandbox.workspace_path(tree)
+    env: dict[str, str] = {}
+    if snapshot.files is not None:
+        files = stage / "files"
+        copy_tree(snapshot.files, files)
+        if tree_digest(files) != snapshot.digest:
+            raise CellFailure("oracle-unavailable",
+                              f"the oracle files of {task.id!r} changed during the sweep")
+        mount = Mount(files, f"/oracle-{secrets.token_hex(12)}")
+        mounts.append(mount)
+        env["WFBENCH_ORACLE_DIR"] = sandbox.mount_path(mount)
+    reset_test_configuration(tree, template.path)
+    for hidden in task.oracle.hidden_paths:
+        path = PurePosixPath(hidden)
+        fs.remove_entry(tree, path)
+        fs.real_directories(tree, path.parent)
+        source = template.hidden_store / hidden
+        if source.is_dir():
+            shutil.copytree(source, tree / hidden, symlinks=True)
+        else:
+            shutil.copy2(source, tree / hidden, follow_symlinks=False)
+    # The base's history, not the arm's: a test that runs git reads the harness's.
+    fs.real_directories(tree, PurePosixPath(".git"))
+    mounts.append(Mount(template.git_dir, f"{workspace}/.git"))
+    judge = stage / "judge"
+    judge.mkdir()
+    rules = judge / "imports.json"
+    write_import_rules(rules, json.loads(_import_rules(template.path, template.hidden_store,
+                                                       task.gold)))
+    config_name = root_config_file(template.path)
+    if config_name is None:
+        (judge / "pytest.ini").write_text(EMPTY_CONFIG)
+    judge_mount = Mount(judge, f"/wfbench-{secrets.token_hex(12)}")
+    reports = stage / "reports"
+    reports.mkdir()
+    reports_mount = Mount(reports, f"/wfbench-{secrets.token_hex(12)}", writable=True)
+    mounts += [judge_mount, reports_mount]
+    judge_dir = sandbox.mount_path(judge_mount)
+    config = f"{workspace}/{config_name}" if config_name else f"{judge_dir}/pytest.ini"
+    env.update({"WFBENCH_JUDGE_IMPORTS": f"{judge_dir}/imports.json",
+                "WFBENCH_JUDGE_OUTCOMES": f"{sandbox.mount_path(reports_mount)}/outcomes.jsonl"})
+    exit_code_only = task.oracle.exit_code_only
+    env = judge_env(workspace, task.oracle.plugins,
+                    extra_addopts=(*oracle_addopts(workspace, config, not exit_code_only),
+                                   *addopts),
+                    extra=env)
+    result = sandbox.run(task.oracle.command, workspace=tree, writable=False, network=False,
+                         timeout_s=task.timeout_s, env=env, mounts=mounts)
+    outcomes = fs.read_regular(reports, PurePosixPath("outcomes.jsonl"), MAX_OUTCOMES_BYTES)
+    return _Run(exit_ok=result.ok, timed_out=result.timed_out,
+                outcomes=(outcomes or b"").decode("utf-8", "replace"))
+
+
+def run_oracle(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,
+               tree: Path, cell_dir: Path, expectation: Expectation) -> OracleResult:
+    """Judge ``tree`` (captured from the workspace; changed in place)."""
     stage = cell_dir / f"oracle-{secrets.token_hex(16)}"
     stage.mkdir(mode=0o700)
     try:
-        mounts: list[Mount] = []
-        env = dict(JUDGE_ENV)
-        if snapshot.files is not None:
-            files = stage / "files"
-            copy_tree(snapshot.files, files)
-            if tree_digest(files) != snapshot.digest:
-                raise CellFailure("oracle-unavailable",
-                                  f"the oracle files of {task.id!r} changed during the sweep")
-            mount = Mount(files, f"/oracle-{secrets.token_hex(12)}")
-            mounts.append(mount)
-            env["WFBENCH_ORACLE_DIR"] = sandbox.mount_path(mount)
-        judged = stage / "workspace"
-        copy_tree(workspace, judged)
-        reset_test_configuration(judged, template.path)
-        for hidden in task.oracle.hidden_paths:
-            target = real_directories(judged, Path(hidden).parent) / Path(hidden).name
-            if target.is_symlink() or target.is_file():
-                target.unlink()
-            elif target.exists():
-                shutil.rmtree(target)
-            copy_tree(template.hidden_store / hidden, target)
-        result = sandbox.run(task.oracle.command, workspace=judged, writable=False,
-                             network=False, timeout_s=task.timeout_s, env=env, mounts=mounts)
-        return OracleResult(passed=result.ok, digest=combined_digest(snapshot, template))
+        run = _run(task, snapshot, template, sandbox, tree, stage)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        fs.remove_tree(stage)
         if stage.exists():
             raise CellFailure("cleanup-failure", "the staged oracle could not be erased")
+    passed, detail = judge_outcomes(parse_outcomes(run.outcomes), expectation, run.exit_ok)
+    if run.timed_out:
+        detail = f"the hidden oracle timed out after {task.timeout_s:g}s"
+    expected = len(expectation.tests) if expectation.judged_by != EXIT_CODE else None
+    return OracleResult(passed=passed, digest=combined_digest(snapshot, template), detail=detail,
+                        judged_by=expectation.judged_by, expected_tests=expected)
+
+
+class ExpectationCache:
+    """Each task's expected oracle tests, established once per sweep and shared
+    by every process of it (under a file lock in the work dir)."""
+
+    def __init__(self, work_dir: Path, sandbox: Sandbox) -> None:
+        self.root = work_dir / "expectations"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.sandbox = sandbox
+
+    def get(self, task: Task, snapshot: OracleSnapshot, template: Template) -> Expectation:
+        if task.oracle.exit_code_only:
+            return Expectation(EXIT_CODE, frozenset(), "declared")
+        if task.oracle.expect is not None:
+            return Expectation("tests", frozenset(task.oracle.expect), "declared")
+        gold = task.gold.read_bytes() if task.gold is not None else b""
+        key = hashlib.sha256("\0".join((
+            str(template.path), snapshot.digest, task.oracle.command,
+            ",".join(task.oracle.plugins), hashlib.sha256(gold).hexdigest(),
+        )).encode()).hexdigest()[:24]
+        record = self.root / f"{key}.json"
+        with FileLock(str(self.root / f"{key}.lock")):
+            if record.exists():
+                data = json.loads(record.read_text())
+                if "error" in data:
+                    raise CellFailure("oracle-unavailable", data["error"])
+                return Expectation.from_json(data)
+            try:
+                expectation = self._calibrate(task, snapshot, template, gold)
+            except ValueError as error:
+                message = f"the oracle's expected tests could not be established: {error}"
+                record.write_text(json.dumps({"error": message}))
+                raise CellFailure("oracle-unavailable", message) from error
+            record.write_text(json.dumps(expectation.to_json()))
+        return expectation
+
+    def _calibrate(self, task: Task, snapshot: OracleSnapshot, template: Template,
+                   gold: bytes) -> Expectation:
+        """Run the oracle on the gold patch (the tests it passes), or collect it on
+        the base when the task has no gold patch."""
+        scratch = self.root / f"calibration-{secrets.token_hex(8)}"
+        scratch.mkdir(mode=0o700)
+        try:
+            tree = scratch / "tree"
+            copy_tree(template.path, tree)
+            if task.gold is not None:
+                applied = self.sandbox.run("git apply --whitespace=nowarn -", workspace=tree,
+                                           writable=True, timeout_s=task.timeout_s, stdin=gold)
+                if not applied.ok:
+                    raise ValueError(f"the gold patch does not apply: {applied.tail(300)}")
+            fs.remove_entry(tree, PurePosixPath(".git"))
+            stage = scratch / "stage"
+            stage.mkdir()
+            addopts = () if task.gold is not None else ("--collect-only",)
+            run = _run(task, snapshot, template, self.sandbox, tree, stage, addopts)
+            source = "gold" if task.gold is not None else "base collection"
+            return expectation_from_run(parse_outcomes(run.outcomes), run.exit_ok, source)
+        finally:
+            fs.remove_tree(scratch)

@@ -28,13 +28,23 @@ class ErrorKind:
 _KINDS = [
     ErrorKind("verify-failed", ErrorClass.VALID_NEGATIVE, True),
     ErrorKind("oracle-failed", ErrorClass.VALID_NEGATIVE, True),
+    # A session reached its timeout and was killed: the agent's failure, so a
+    # hanging agent never looks better than one that tries and fails.
+    ErrorKind("session-timeout", ErrorClass.VALID_NEGATIVE, True),
+    # A session (or what it left) went over a limit on processes, memory, file
+    # size, disk or files: the arm's failure, the limit named in the row.
+    ErrorKind("limit-exceeded", ErrorClass.VALID_NEGATIVE, True),
+    # Resolved, but the patch reaches into its judges and the sweep runs with
+    # --wfbench-suspicious fail.
+    ErrorKind("suspicious", ErrorClass.VALID_NEGATIVE, True),
     # Tool-cost lane: a subject's step returned an unexpected code.
     ErrorKind("step-failed", ErrorClass.VALID_NEGATIVE, True),
     ErrorKind("skill-not-invoked", ErrorClass.EVIDENCE_FAILURE, True),
     ErrorKind("plan-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, True),
     ErrorKind("implementation-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, True),
-    # Evidence the agent could have destroyed (its transcript, in its own HOME):
-    # counted, so that destroying it can never turn a loss into an excluded run.
+    # After the session completed, what the arm left made evidence, judging or
+    # clean-up impossible (a missing transcript, a tree the harness cannot walk
+    # or show): counted, so an arm can never choose to be excluded.
     ErrorKind("evidence-tampered", ErrorClass.EVIDENCE_FAILURE, True),
     ErrorKind("review-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, False),
     ErrorKind("evidence-unverified", ErrorClass.EVIDENCE_FAILURE, False),
@@ -43,12 +53,18 @@ _KINDS = [
     ErrorKind("infra-error", ErrorClass.EXECUTION_FAILURE, False),
     ErrorKind("cleanup-failure", ErrorClass.EXECUTION_FAILURE, False),
     ErrorKind("cancelled", ErrorClass.EXECUTION_FAILURE, False),
+    # An unexpected exception in the harness itself: a bug, shown in red. Counted
+    # as unresolved when the session had completed (see :func:`counted`).
+    ErrorKind("harness-error", ErrorClass.EXECUTION_FAILURE, False),
 ]
 ERROR_KINDS: dict[str, ErrorKind] = {kind.name: kind for kind in _KINDS}
 
 
-def counted(error_kind: str | None) -> bool:
-    """Whether a row with this error kind counts in medians and denominators."""
+def counted(error_kind: str | None, session_completed: bool = False) -> bool:
+    """Whether a row with this error kind counts in medians and denominators.
+    Not even a harness bug may turn a completed session into an excluded run."""
+    if error_kind == "harness-error":
+        return session_completed
     return error_kind is None or ERROR_KINDS[error_kind].counted
 
 
@@ -65,6 +81,22 @@ class CellFailure(Exception):
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
         self.detail = detail
+
+
+class CellVerdict(Exception):
+    """Raised by a stage when the arm failed in a way that is its own (a valid
+    negative: a session timeout, a limit): the row counts it as unresolved and
+    pytest reports the cell as failed, not as an error."""
+
+    def __init__(self, kind: str, detail: str,
+                 limit: dict[str, object] | None = None) -> None:
+        if kind not in ERROR_KINDS or ERROR_KINDS[kind].is_failure:
+            raise ValueError(f"not a valid-negative error kind: {kind!r}")
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+        self.limit = limit
+        """For ``limit-exceeded``: which limit, and its value."""
 
 
 class CellUnresolved(AssertionError):

@@ -22,7 +22,14 @@ from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.fixtures import RECORD_KEY, SWEEP_KEY
 from pytest_wfbench.lanes.report import render_lanes, render_lanes_terminal
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
-from pytest_wfbench.report import render_markdown, render_terminal, unusable_lines
+from pytest_wfbench.report import (
+    harness_error_lines,
+    render_markdown,
+    render_terminal,
+    suspicious_lines,
+    trust_sections,
+    unusable_lines,
+)
 from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, preflight
 from pytest_wfbench.session import DEFAULT_ADMITTED_OUTPUT_CHARS
@@ -61,6 +68,8 @@ AGENT_NETWORK_HELP = ("network of agent sessions: 'proxy-only' (default: nothing
                       "proxy) or 'host' (the host's network too)")
 SEED_HELP = "shuffle the subjects' order per scenario run, reproducibly, with this seed"
 PLUGIN_VERSION_HELP = "the external plugin's exact version (checked against its plugin.json)"
+SUSPICIOUS_HELP = ("a resolved cell whose patch reaches into its judges: 'flag' (default: "
+                   "resolved, listed as suspicious) or 'fail' (counted as unresolved)")
 
 NOT_RUN = "not run: the sweep stopped before this cell"
 SUMMARY_KEY = pytest.StashKey[Summary]()
@@ -97,6 +106,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--wfbench-random-seed", metavar="N", help=SEED_HELP)
     group.addoption("--wfbench-agent-network", choices=("proxy-only", "host"),
                     default="proxy-only", help=AGENT_NETWORK_HELP)
+    group.addoption("--wfbench-suspicious", choices=("flag", "fail"), help=SUSPICIOUS_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
     parser.addini("wfbench_effort", EFFORT_HELP)
@@ -108,6 +118,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("wfbench_baseline_arm", BASELINE_HELP)
     parser.addini("wfbench_admitted_output_chars", ADMITTED_HELP)
     parser.addini("wfbench_secret_env", SECRET_ENV_HELP, type="args", default=[])
+    parser.addini("wfbench_suspicious", SUSPICIOUS_HELP)
 
 
 def _setting(config: pytest.Config, name: str) -> Any:
@@ -158,7 +169,16 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         rootdir=config.rootpath,
         random_seed=_seed(config),
         agent_network=config.getoption("wfbench_agent_network"),
+        suspicious=_choice(config, "suspicious", ("flag", "fail"), "flag"),
     )
+
+
+def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default: str) -> str:
+    value = _setting(config, name) or default
+    if value not in choices:
+        raise pytest.UsageError(f"ini wfbench_{name} must be one of {', '.join(choices)}, "
+                                f"got {value!r}")
+    return str(value)
 
 
 def _seed(config: pytest.Config) -> int | None:
@@ -344,7 +364,7 @@ class SweepHooks:
         """Reports reach the terminal, junit and the xdist controller: give them
         a short, redacted account of a cell's failure instead of a traceback
         whose frames show fixture values."""
-        redact = self.sweep.redactor.text
+        redact = self.sweep.redactor.clean
         error = call.excinfo.value if call.excinfo is not None else None
         if isinstance(error, CellFailure | CellUnresolved) and report.longrepr is not None:
             report.longrepr = redact(str(error))
@@ -379,8 +399,8 @@ class SweepHooks:
         summary = summarize(agent_rows, sweep.options.baseline_arm)
         config.stash[SUMMARY_KEY] = summary
         config.stash[ROWS_KEY] = rows
-        lanes = render_lanes(rows, read_environment(sweep.store))
-        sweep.store.write_text(REPORT, render_markdown(summary, sweep.provenance(rows), lanes))
+        sections = [*trust_sections(rows), *render_lanes(rows, read_environment(sweep.store))]
+        sweep.store.write_text(REPORT, render_markdown(summary, sweep.provenance(rows), sections))
         if summary.unusable and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         sweep.finish()
@@ -412,7 +432,7 @@ class SweepHooks:
         summary = config.stash.get(SUMMARY_KEY, None)
         if summary is None:
             return
-        redact = self.sweep.redactor.text
+        redact = self.sweep.redactor.clean
         terminalreporter.write_sep("=", "wfbench summary")
         lines = render_terminal(summary) if summary.rows else []
         rows = config.stash.get(ROWS_KEY, [])
@@ -421,6 +441,10 @@ class SweepHooks:
             terminalreporter.write_line(redact(line))
         for line in unusable_lines(summary):
             terminalreporter.write_line(redact(line), red=True, bold=True)
+        for line in harness_error_lines(rows):
+            terminalreporter.write_line(redact(line), red=True, bold=True)
+        for line in suspicious_lines(rows):
+            terminalreporter.write_line(redact(line), yellow=True)
         unrun = [r["cell_id"] for r in config.stash.get(ROWS_KEY, [])
                  if r.get("skip_reason") == NOT_RUN]
         if unrun:

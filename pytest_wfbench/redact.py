@@ -1,8 +1,15 @@
-"""Redaction of the secrets the harness was given, applied at every sink."""
+"""Redaction of the secrets the harness was given, applied at every sink, and
+neutralization of terminal control sequences in text that came from an arm.
+
+An arm controls command output, error details and file names. Before any of
+it reaches a terminal, junit, ``report.md`` or a row, control characters and
+ANSI/OSC escape sequences (which can rewrite a terminal, hide lines or plant
+links) and bidirectional overrides are shown as visible escapes (``\\x1b``)."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -10,6 +17,20 @@ SECRET_ENV_VARS = ("WFBENCH_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_
 REDACTED = "[REDACTED]"
 # Shorter values would redact ordinary words; keys and tokens are far longer.
 MIN_SECRET_LENGTH = 8
+# Every C0 and C1 control character but newline and tab (ESC, CR, BEL, CSI, ...),
+# DEL, and the Unicode bidirectional controls: without them no escape sequence
+# can act, and what is left of it reads as text.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def neutralize(text: str) -> str:
+    """``text`` with every control sequence shown as escapes, inert on any terminal."""
+    return CONTROL.sub(_visible, text)
 
 
 class Redactor:
@@ -38,12 +59,16 @@ class Redactor:
                 value = value.replace(secret, REDACTED)
         return value
 
+    def clean(self, value: str) -> str:
+        """Redacted and neutralized: for terminals, junit, reports and rows."""
+        return neutralize(self.text(value))
+
     def data(self, value: Any) -> Any:
-        """Redact every string inside dicts, lists and tuples."""
+        """Redact and neutralize every string inside dicts, lists and tuples."""
         if isinstance(value, str):
-            return self.text(value)
+            return self.clean(value)
         if isinstance(value, dict):
-            return {self.text(str(k)): self.data(v) for k, v in value.items()}
+            return {self.clean(str(k)): self.data(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self.data(v) for v in value]
         return value

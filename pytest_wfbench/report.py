@@ -155,3 +155,50 @@ def render_terminal(summary: Summary) -> list[str]:
 def unusable_lines(summary: Summary) -> list[str]:
     return [f"wfbench: arm {arm!r} is UNUSABLE: failures and not one admissible row"
             for arm in summary.unusable if summary.health[arm] is Health.UNUSABLE]
+
+
+def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """What the report says about how far each win can be trusted: suspicious
+    wins, oracles judged by exit code alone, harness errors (SPEC §5)."""
+    ran = [r for r in rows if r.get("status") == "ran" and r.get("lane", "agent") == "agent"]
+    suspicious = [r for r in ran if r.get("suspicious")
+                  and (r.get("resolved") or r.get("error_kind") == "suspicious")]
+    lines = ["## Suspicious wins", "",
+             "Resolved cells whose final patch reaches into the judges (pytest internals, "
+             "process exit, entry-point metadata, start-up files, the judge's environment, "
+             "...). With `--wfbench-suspicious fail` they count as unresolved.", ""]
+    if suspicious:
+        lines += table(["cell", "counted as", "findings"],
+                       [[r["cell_id"], "resolved" if r.get("resolved") else "unresolved",
+                         "; ".join(r["suspicious"])] for r in suspicious])
+    else:
+        lines.append("None.")
+    by_exit_code = sorted({r["task"] for r in ran if r.get("oracle_judged_by") == "exit-code"})
+    if by_exit_code:
+        lines += ["", "## Oracles judged by exit code alone", "",
+                  "These tasks declare `oracle.expect: exit-code`: their oracle passes on a "
+                  "zero exit status, not on observed test results.", ""]
+        lines += [f"- {task}" for task in by_exit_code]
+    bugs = [r for r in ran if r.get("error_kind") == "harness-error"]
+    if bugs:
+        lines += ["", "## Harness errors", "",
+                  "An unexpected exception inside pytest-wfbench (a bug: please report it). "
+                  "Counted as unresolved where the session had completed.", ""]
+        lines += table(["cell", "counted", "detail"],
+                       [[r["cell_id"], "yes" if r.get("counted") else "no",
+                         _first_line(r.get("error_detail"))] for r in bugs])
+    return lines
+
+
+def harness_error_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    return [f"wfbench: HARNESS ERROR (a bug in pytest-wfbench) in {r['cell_id']}: "
+            f"{_first_line(r.get('error_detail'))}"
+            for r in rows if r.get("error_kind") == "harness-error"]
+
+
+def suspicious_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    wins = [r["cell_id"] for r in rows if r.get("resolved") and r.get("suspicious")]
+    if not wins:
+        return []
+    return [f"wfbench: {len(wins)} resolved cells are suspicious (their patch reaches into "
+            f"the judges; see report.md): {', '.join(wins[:10])}{' ...' if len(wins) > 10 else ''}"]

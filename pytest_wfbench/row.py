@@ -79,6 +79,16 @@ class Row:
     random_seed: int | None
     measurement_lock_wait_ms: float | None
     subject_version: str | None
+    suspicious: list[str]
+    """What the final patch does that reaches into its judges (judge/suspicion.py)."""
+    oracle_judged_by: str | None
+    """``tests`` (each expected test reported as passed) or ``exit-code``."""
+    oracle_tests_expected: int | None
+    limit_exceeded: dict[str, Any] | None
+    """The limit a session or its leftovers went over: its name and value."""
+    evidence_notes: list[str]
+    """What the patch artifact could not show as a diff (nested repositories,
+    special files, large files summarized, caches left out, a cut)."""
     reused: bool
     worker: str
     recorded_at: str
@@ -98,7 +108,10 @@ class Row:
             "authored_tests_passed", "sandbox_backend", "model", "sweep_id",
         )
         data = self.to_json()
-        return [(f"wfbench.{key}", "" if data[key] is None else data[key]) for key in keys]
+        properties = [(f"wfbench.{key}", "" if data[key] is None else data[key])
+                      for key in keys]
+        properties.append(("wfbench.suspicious", "; ".join(self.suspicious)))
+        return properties
 
 
 @dataclass
@@ -151,6 +164,14 @@ class CellRecord:
     random_seed: int | None = None
     measurement_lock_wait_ms: float | None = None
     subject_version: str | None = None
+    suspicious: list[str] = field(default_factory=list)
+    suspicious_fails: bool = False
+    """--wfbench-suspicious fail: a suspicious resolved cell counts as unresolved."""
+    oracle_judged_by: str | None = None
+    oracle_tests_expected: int | None = None
+    oracle_detail: str | None = None
+    limit_exceeded: dict[str, Any] | None = None
+    evidence_notes: list[str] = field(default_factory=list)
     row: Row | None = None
 
     def fail(self, kind: str, detail: str) -> None:
@@ -172,7 +193,12 @@ class CellRecord:
                 failed = [c["detail"] for c in self.extras.get("oracle_checks", [])
                           if not c["passed"]]
                 return False, "oracle-failed", "; ".join(failed) or "the oracle failed"
-            return False, "oracle-failed", "the hidden oracle failed (its output is not kept)"
+            return False, "oracle-failed", (self.oracle_detail or
+                                            "the hidden oracle failed (its output is not kept)")
+        if self.suspicious and self.suspicious_fails:
+            return False, "suspicious", ("resolved, but the patch reaches into its judges "
+                                         f"(--wfbench-suspicious fail): "
+                                         f"{'; '.join(self.suspicious)}")
         return True, None, None
 
 
@@ -228,7 +254,8 @@ def make_row(
         status="skipped" if skipped else "ran", resolved=resolved,
         ok=not skipped and (kind is None or not ERROR_KINDS[kind].is_failure),
         error_kind=kind, error_class=error_class(kind), error_detail=bounded(detail),
-        counted=not skipped and counted(kind), skip_reason=record.skip_reason,
+        counted=not skipped and counted(kind, record.session_completed),
+        skip_reason=record.skip_reason,
         authored_tests_passed=record.verify_passed, oracle_passed=record.oracle_passed,
         duration_s=round(duration_s, 3),
         session_duration_s=None if record.session_duration_s is None
@@ -251,6 +278,10 @@ def make_row(
         skills_fingerprint=record.skills_fingerprint, lane=record.lane,
         transport=record.transport, totals=dict(record.totals), extras=dict(record.extras),
         random_seed=record.random_seed, measurement_lock_wait_ms=record.measurement_lock_wait_ms,
-        subject_version=record.subject_version, reused=False, worker=worker,
+        subject_version=record.subject_version, suspicious=list(record.suspicious),
+        oracle_judged_by=record.oracle_judged_by,
+        oracle_tests_expected=record.oracle_tests_expected,
+        limit_exceeded=record.limit_exceeded, evidence_notes=list(record.evidence_notes),
+        reused=False, worker=worker,
         recorded_at=utc_now(),
     )

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_wfbench.cells import Cell
-from pytest_wfbench.outcomes import CellFailure
+from pytest_wfbench.outcomes import CellFailure, CellVerdict
 from pytest_wfbench.sandbox import Sandbox
+from pytest_wfbench.tasks import Limits
 
 CHARS_PER_TOKEN = 4
 DEFAULT_ADMITTED_OUTPUT_CHARS = 20_000
@@ -47,11 +48,12 @@ def estimate_tokens(text: str) -> int:
 
 def run_script_step(
     sandbox: Sandbox, command: str, *, index: int, workspace: Path, home: Path,
-    timeout_s: float, admitted_chars: int, network: bool,
+    timeout_s: float, admitted_chars: int, network: bool, limits: Limits,
 ) -> dict[str, Any]:
     """Run one step as one tool call and measure what an agent would read of it."""
     result = sandbox.run(command, workspace=workspace, home=home, writable=True,
-                         network=network, timeout_s=timeout_s)
+                         network=network, timeout_s=timeout_s, limits=limits,
+                         watch=(workspace, home))
     output = result.stdout + result.stderr
     admitted = output[:admitted_chars]
     return {
@@ -61,9 +63,11 @@ def run_script_step(
         "returncode": result.returncode,
         "timed_out": result.timed_out,
         "elapsed_ms": round(result.elapsed_s * 1000, 1),
-        "stdout_bytes": len(result.stdout.encode()),
-        "stderr_bytes": len(result.stderr.encode()),
-        "output_cut": len(output) > admitted_chars,
+        "stdout_bytes": result.stdout_bytes,
+        "stderr_bytes": result.stderr_bytes,
+        "output_cut": len(output) > admitted_chars or result.stdout_bytes
+        + result.stderr_bytes > len(output.encode()),
+        "limit_exceeded": result.limit_hit.to_json() if result.limit_hit else None,
         "estimated_tokens": estimate_tokens(command) + estimate_tokens(admitted),
     }
 
@@ -72,8 +76,10 @@ def run_session(
     cell: Cell, sandbox: Sandbox, workspace: Path, home: Path, result: SessionResult, *,
     admitted_chars: int,
 ) -> None:
-    """Run a scripted arm to completion into ``result``; raise CellFailure when it
-    cannot complete."""
+    """Run a scripted arm to completion into ``result``; raise CellVerdict when it
+    times out or goes over a limit (its failure), CellFailure when it cannot
+    complete for another reason."""
+    limits = cell.task.sandbox.resolved_limits()
     kind = cell.arm.kind
     started = time.monotonic()
     if kind == "script":
@@ -84,7 +90,7 @@ def run_session(
         assert cell.task.gold is not None, "collection skips gold cells without a patch"
         applied = sandbox.run("git apply --whitespace=nowarn -", workspace=workspace, home=home,
                               writable=True, timeout_s=cell.task.timeout_s,
-                              stdin=cell.task.gold.read_bytes())
+                              stdin=cell.task.gold.read_bytes(), limits=limits)
         if not applied.ok:
             raise CellFailure("session-error", f"the gold patch does not apply: {applied.tail()}")
     elif kind == "script":
@@ -92,16 +98,22 @@ def run_session(
         for index, command in enumerate(cell.arm.steps):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise CellFailure("session-error",
+                raise CellVerdict("session-timeout",
                                   f"timed out after {cell.task.timeout_s:g}s before step {index}")
             step = run_script_step(sandbox, command, index=index, workspace=workspace,
                                    home=home, timeout_s=remaining, admitted_chars=admitted_chars,
-                                   network=cell.arm.network)
+                                   network=cell.arm.network, limits=limits)
             result.steps.append(step)
             result.tool_calls = (result.tool_calls or 0) + 1
             result.estimated_tokens = (result.estimated_tokens or 0) + step["estimated_tokens"]
+            result.duration_s = time.monotonic() - started
+            if step["limit_exceeded"] is not None:
+                hit = step["limit_exceeded"]
+                raise CellVerdict("limit-exceeded",
+                                  f"step {index} went over its {hit['limit']} limit "
+                                  f"({hit['value']:,}); its process tree was killed", hit)
             if step["timed_out"]:
-                raise CellFailure("session-error",
+                raise CellVerdict("session-timeout",
                                   f"timed out after {cell.task.timeout_s:g}s in step {index}: "
                                   "its process tree was killed")
     else:

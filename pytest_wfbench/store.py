@@ -54,7 +54,8 @@ class ResultsStore:
                 os.close(fd)
 
     def write_artifact(self, name: str, content: bytes | str) -> str:
-        """Write a redacted artifact; returns its name relative to the out dir."""
+        """Write a redacted artifact; returns its name relative to the out dir.
+        Artifacts keep the arm's bytes otherwise (a patch must still apply)."""
         text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
         path = self.out_dir / ARTIFACTS / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,8 +63,9 @@ class ResultsStore:
         return f"{ARTIFACTS}/{name}"
 
     def write_text(self, name: str, text: str) -> Path:
+        """A report or record for people to read: redacted and neutralized."""
         path = self.out_dir / name
-        path.write_text(self.redactor.text(text), encoding="utf-8")
+        path.write_text(self.redactor.clean(text), encoding="utf-8")
         return path
 
 

@@ -4,6 +4,7 @@ out dir and work dir through ``workerinput``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import platform
@@ -30,7 +31,7 @@ from pytest_wfbench.cells import (
 from pytest_wfbench.lanes import skipped_step, subject_version
 from pytest_wfbench.lanes import unavailable as subject_unavailable
 from pytest_wfbench.lanes.git import TRANSPORTS
-from pytest_wfbench.oracle import OracleSnapshot
+from pytest_wfbench.oracle import ExpectationCache, OracleSnapshot
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.row import CellRecord, Row, make_row
 from pytest_wfbench.sandbox import Sandbox, SandboxPolicy, make_sandbox
@@ -39,9 +40,11 @@ from pytest_wfbench.tasks import (
     DEFAULT_TIMEOUT_S,
     ArmDefinition,
     SandboxSpec,
+    Task,
     TaskFile,
     load_task_files,
 )
+from pytest_wfbench.workspace.fs import TreeBounds, remove_tree
 from pytest_wfbench.workspace.template import TemplateCache
 
 
@@ -67,6 +70,8 @@ class SweepOptions:
     rootdir: Path = Path(".")
     random_seed: int | None = None
     agent_network: str = "proxy-only"
+    suspicious: str = "flag"
+    """``flag``: a suspicious resolved cell is resolved and listed; ``fail``: unresolved."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,8 @@ class SweepIdentity:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         sweep_id = f"{stamp}-{secrets.token_hex(4)}"
         out = out_dir if out_dir is not None else reports_root / f"{stamp}-{suite}"
-        work = Path(tempfile.gettempdir()) / f"wfbench-{sweep_id}"
+        # A random name, unrelated to the sweep: sessions see their mounts' sources.
+        work = Path(tempfile.gettempdir()) / f"wfbench-{secrets.token_hex(8)}"
         return cls(sweep_id, out.resolve(), work)
 
 
@@ -139,6 +145,7 @@ class Sweep:
         self.store = ResultsStore(identity.out_dir, self.redactor)
         self._sandbox: Sandbox | None = None
         self._templates: TemplateCache | None = None
+        self._expectations: ExpectationCache | None = None
         self._proxy: ApiProxy | None = None
         self._task_sandboxes: dict[SandboxSpec, Sandbox] = {}
         self.agent_settings = AgentSettings(
@@ -260,6 +267,18 @@ class Sweep:
             self._proxy = ApiProxy(self.agent_settings.base_url, self.agent_settings.api_key)
         return self._proxy
 
+    def expectations(self) -> ExpectationCache:
+        """Each task's expected oracle tests, established once per sweep."""
+        if self._expectations is None:
+            self._expectations = ExpectationCache(self.identity.work_dir, self.sandbox())
+        return self._expectations
+
+    @staticmethod
+    def tree_bounds(task: Task) -> TreeBounds:
+        """How much of a cell's workspace the harness reads: the task's limits."""
+        limits = task.sandbox.resolved_limits()
+        return TreeBounds(max_entries=limits.files, max_bytes=limits.disk)
+
     def templates(self) -> TemplateCache:
         if self._templates is None:
             self._templates = TemplateCache(self.identity.work_dir, self.sandbox())
@@ -274,8 +293,20 @@ class Sweep:
                 for name, subject in subjects.items()}
 
     def cell_dir(self, cell: AnyCell) -> Path:
-        path = self.identity.work_dir / "cells" / f"{cell.cell_id}-{secrets.token_hex(4)}"
-        path.mkdir(parents=True, mode=0o700)
+        """A new private directory for one cell. Its name is random, so that a
+        session cannot tell its task or arm from where it is mounted; the work
+        dir's ``cells.tsv`` (never mounted) says which cell is where."""
+        cells = self.identity.work_dir / "cells"
+        cells.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = cells / secrets.token_hex(8)
+        path.mkdir(mode=0o700)
+        line = f"{cell.cell_id}\t{path.name}\n".encode()
+        fd = os.open(self.identity.work_dir / "cells.tsv", os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                     0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
         return path
 
     def build_row(self, cell: AnyCell, record: CellRecord, duration_s: float) -> Row:
@@ -286,8 +317,9 @@ class Sweep:
             cell=cell, record=record, sweep_id=self.sweep_id, sandbox_backend=backend,
             worker=self.worker, duration_s=duration_s,
         )
-        row.error_detail = self.redactor.text(row.error_detail) if row.error_detail else None
-        return row
+        # Everything a row says reaches terminals, junit and reports: redacted, and
+        # with the arm's control sequences made inert.
+        return Row(**self.redactor.data(dataclasses.asdict(row)))
 
     def record_rows(self, cells: list[tuple[AnyCell, CellRecord]]) -> None:
         """Rows of cells that did not run, written together (one lock, one fsync)."""
@@ -314,7 +346,7 @@ class Sweep:
     def finish(self) -> None:
         """Controller only: remove the work dir (templates, clones)."""
         if not self.options.keep_workspaces:
-            shutil.rmtree(self.identity.work_dir, ignore_errors=True)
+            remove_tree(self.identity.work_dir)
 
     def provenance(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """The report's closing facts: what ran, how, and what was left out."""

@@ -1,11 +1,13 @@
-"""Verify: the task's visible check (SPEC §3, step 6), read-only and offline."""
+"""Verify: the task's visible check (SPEC §3, step 6), read-only and offline,
+with the judges' environment (:mod:`judge.environment`). A signal of its own,
+never enough to resolve a task: it runs on the workspace as the arm left it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_wfbench.judge.config import JUDGE_ENV
+from pytest_wfbench.judge.environment import judge_env
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.tasks import Task
 
@@ -17,8 +19,9 @@ class VerifyResult:
 
 
 def run_verify(task: Task, sandbox: Sandbox, workspace: Path) -> VerifyResult:
+    env = judge_env(sandbox.workspace_path(workspace), task.oracle.plugins)
     result = sandbox.run(task.verify, workspace=workspace, writable=False, network=False,
-                         timeout_s=task.timeout_s, env=JUDGE_ENV)
+                         timeout_s=task.timeout_s, env=env)
     if result.timed_out:
         return VerifyResult(False, f"verify timed out after {task.timeout_s:g}s")
     return VerifyResult(result.ok, f"verify exited {result.returncode}: {result.tail()}")

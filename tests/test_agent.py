@@ -3,14 +3,18 @@ sandbox, talking to a fake Anthropic API that plays a scripted conversation."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
+from pytest_wfbench.agents.claude import skills_invoked as transcript_skills
+from pytest_wfbench.agents.proxy import ApiProxy, SessionLog
 from tests.conftest import Suite, junit_cases, junit_properties, task_yaml, write_suite
 from tests.fakeapi import FakeAnthropic, Script, Usage, http_error, stall, tool_use, turn
 
@@ -182,11 +186,11 @@ def test_a_stalled_session_is_killed_at_its_timeout_and_the_sweep_goes_on(
     suite = agent_suite(pytester.path, ["baseline"],
                         tasks=[task_yaml("stalls", timeout=6), task_yaml("works")])
     result, _ = sweep(suite, [stall(), turn(FIX), turn("Fixed.")])
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(passed=1, failed=1)
     stalled = suite.row("stalls-baseline-r1")
-    assert stalled["error_kind"] == "session-error"
+    # A hanging agent is the agent's failure: counted as unresolved, not excluded.
+    assert stalled["error_kind"] == "session-timeout" and stalled["counted"] is True
     assert "timed out after 6s" in stalled["error_detail"]
-    assert stalled["duration_s"] < 60
     assert suite.row("works-baseline-r1")["resolved"] is True
 
 
@@ -203,22 +207,36 @@ def test_a_cli_error_result_is_a_session_error_with_its_reason(
     assert row["phases"][0]["is_error"] is True
 
 
+# Everything the agent's session can see of environments: its own, and every
+# process's it can read (the CLI's, the bridge's, ...), into a file and to stdout.
+ENV_PROBE = ("{ echo probe-begin; env; for f in /proc/[0-9]*/environ; do echo \"== $f\"; "
+             "tr '\\0' '\\n' < \"$f\"; echo; done; echo probe-end; } > env-dump.txt 2>&1; "
+             "cat env-dump.txt")
+
+
 def test_the_api_key_never_enters_the_sandbox_nor_any_output(
     pytester: pytest.Pytester, sweep: Any, api_key: str
 ) -> None:
-    leak = tool_use("Bash", {"command": "echo $ANTHROPIC_API_KEY > key.txt; "
-                                        "echo $ANTHROPIC_API_KEY", "description": "leak"})
+    probe = tool_use("Bash", {"command": ENV_PROBE, "description": "dump every environment"})
     suite = agent_suite(pytester.path, ["baseline"])
     junit = suite.root / "junit.xml"
-    result, api = sweep(suite, [turn(leak), turn(FIX), turn(f"The key is {api_key}")],
+    result, api = sweep(suite, [turn(probe), turn(FIX), turn(f"The key is {api_key}")],
                         f"--junitxml={junit}", "-v")
-    assert api.tool_results, "the leaking command ran"
-    # The sandbox holds only a session token for the harness's API proxy ...
-    seen = json.dumps(api.tool_results[0].content)
-    assert "wfbench-session-" in seen and api_key not in seen
-    # ... and the key the model itself echoed is redacted everywhere it lands.
+    assert api.tool_results, "the probe ran"
+    # What the session saw, as the upstream API received it (nothing redacts this):
+    # the probe ran and read several processes' environments ...
+    seen = api.tool_results[0].text
+    assert "probe-begin" in seen and "probe-end" in seen, seen
+    assert "PATH=" in seen and seen.count("== /proc/") >= 2, seen
+    # ... and the sandbox holds only a session token for the harness's API proxy.
+    assert "wfbench-session-" in seen
+    assert api_key not in json.dumps([r.content for r in api.tool_results])
+    # The same dump, from the workspace: whole, and with nothing to redact in it.
     patch = (suite.out / "artifacts" / "fix-add-baseline-r1.patch").read_text()
-    assert "key.txt" in patch and "wfbench-session-" in patch
+    dump = patch[patch.index("+probe-begin"):patch.index("+probe-end")]
+    assert "+PATH=" in dump and "wfbench-session-" in dump and "== /proc/" in dump
+    assert api_key not in dump and "[REDACTED]" not in dump
+    # The key the model itself echoed is redacted everywhere it lands.
     transcript = (suite.out / "artifacts" / "fix-add-baseline-r1.session.transcript.jsonl")
     assert "[REDACTED]" in transcript.read_text()
     for path in [*suite.out.rglob("*"), junit]:
@@ -353,3 +371,153 @@ def test_agent_sessions_reach_only_the_api_unless_asked(
     result.assert_outcomes(passed=1)  # the API itself was reachable either way
     assert api.script_done
     assert hits == ([] if network == "proxy-only" else ["/agent"])
+
+
+
+# --- A Skill launch that errored is not an invocation ----------------------------------
+
+# The work skill, made impossible to launch with the Skill tool.
+REFUSED_WORK_SKILL = ("---\nname: work\ndescription: Do the work.\n"
+                      "disable-model-invocation: true\n---\n\nDo the work.\n")
+FAILED_LAUNCHES: dict[str, dict[str, Any]] = {
+    "unknown-skill": {"skill": "no-such-skill"},  # `Unknown skill: no-such-skill`
+    "bad-input": {"skill": "work", "args": 123},  # InputValidationError, the right name
+    "refused": {"skill": "work"},  # the right name, refused by the skill's own frontmatter
+}
+
+
+@pytest.mark.parametrize("launch", list(FAILED_LAUNCHES))
+def test_a_skill_launch_that_errored_is_not_an_invocation(
+    pytester: pytest.Pytester, sweep: Any, launch: str
+) -> None:
+    suite = agent_suite(pytester.path, ["workflow_direct"])
+    if launch == "refused":
+        (suite.root / "skills" / "work" / "SKILL.md").write_text(REFUSED_WORK_SKILL)
+    script = [turn(tool_use("Skill", FAILED_LAUNCHES[launch])), turn(FIX), turn("Done.")]
+    result, api = sweep(suite, script)
+    # The CLI did call the Skill tool, and the launch came back as an error ...
+    assert api.tool_results, api.summary()
+    launched = api.tool_results[0]
+    assert launched.name == "Skill" and launched.is_error, launched
+    assert "<tool_use_error>" in launched.text
+    # ... so, as read from the proxy and from the transcript, nothing was invoked.
+    result.assert_outcomes(errors=1)
+    row = suite.row("fix-add-workflow_direct-r1")
+    assert row["error_kind"] == "skill-not-invoked" and "'work'" in row["error_detail"]
+    assert row["counted"] is True and row["oracle_passed"] is True
+    phase = row["phases"][0]
+    assert phase["skills_invoked"] == [] and phase["transcript_skills"] == []
+
+
+def _skill_request(*history: dict[str, Any], stream: bool) -> dict[str, Any]:
+    """A main-loop request, as the CLI sends it (the fake API plays its script)."""
+    system = [{"type": "text", "text": "You are a Claude agent, built on Anthropic's Claude "
+                                       "Agent SDK."}]
+    messages = [{"role": "user", "content": "Fix add()."}, *history]
+    return {"model": MODEL, "max_tokens": 1024, "system": system, "stream": stream,
+            "tools": [{"name": "Skill", "input_schema": {"type": "object"}}],
+            "messages": messages}
+
+
+def _through_proxy(proxy: ApiProxy, token: str, body: dict[str, Any]) -> bytes:
+    address = urlsplit(proxy.base_url)
+    connection = http.client.HTTPConnection(address.netloc, timeout=10)
+    try:
+        connection.request("POST", "/v1/messages", body=json.dumps(body),
+                           headers={"x-api-key": token, "content-type": "application/json"})
+        response = connection.getresponse()
+        assert response.status == 200
+        return response.read()
+    finally:
+        connection.close()
+
+
+def _skill_result(tool_id: str, is_error: bool | None) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id}
+    if is_error is None:
+        block["content"] = "Launching skill: work"
+    else:
+        block["content"] = "<tool_use_error>Unknown skill: work</tool_use_error>"
+        block["is_error"] = is_error
+    return block
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["sse", "json"])
+@pytest.mark.parametrize(("results", "invoked"), [
+    ([None], ["work"]),  # launched: no is_error at all, as the CLI sends a success
+    ([False], ["work"]),
+    ([True], []),  # the launch errored
+    ([], []),  # the call was never answered by a result
+    ([True, True], []),  # later requests repeat the history: still an error
+], ids=["launched", "is_error-false", "errored", "no-result", "errored-repeated"])
+def test_the_proxy_counts_only_skill_launches_without_error(
+    stream: bool, results: list[bool | None], invoked: list[str]
+) -> None:
+    script = [turn(tool_use("Skill", {"skill": "work"}, id="toolu_skill_1")),
+              *[turn("next") for _ in results]]
+    with FakeAnthropic(script) as api:
+        proxy = ApiProxy(api.base_url, "sk-upstream-key")
+        try:
+            token, log = proxy.new_session()
+            _through_proxy(proxy, token, _skill_request(stream=stream))
+            answer = [{"type": "tool_use", "id": "toolu_skill_1", "name": "Skill",
+                       "input": {"skill": "work"}}]
+            history: list[dict[str, Any]] = [{"role": "assistant", "content": answer}]
+            for is_error in results:
+                history[1:] = [{"role": "user", "content": [_skill_result("toolu_skill_1",
+                                                                          is_error)]}]
+                _through_proxy(proxy, token, _skill_request(*history, stream=stream))
+        finally:
+            proxy.close()
+    assert api.script_done and not api.errors, api.summary()
+    assert log.tool_uses["toolu_skill_1"] == {"name": "Skill", "input": {"skill": "work"}}
+    assert log.skills_invoked() == invoked
+
+
+def test_the_proxy_counts_a_retried_launch_once_it_succeeds() -> None:
+    log = SessionLog()
+    for tool_id in ("toolu_a", "toolu_b", "toolu_c"):
+        log.tool_uses[tool_id] = {"name": "Skill", "input": {"skill": "work"}}
+    log.tool_uses["toolu_d"] = {"name": "Skill", "input": {"skill": "plan"}}
+    log.tool_uses["toolu_e"] = {"name": "Bash", "input": {"command": "true"}}
+    log.tool_results.update({"toolu_a": True, "toolu_b": False, "toolu_d": True,
+                             "toolu_e": False})
+    assert log.skills_invoked() == ["work"]  # b; not a (errored), c (no result), d (errored)
+
+
+def _transcript(path: Path, *entries: dict[str, Any]) -> Path:
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    return path
+
+
+def _assistant_skill(tool_id: str, skill: str) -> dict[str, Any]:
+    return {"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": tool_id, "name": "Skill", "input": {"skill": skill}}]}}
+
+
+def _user_result(tool_id: str, is_error: bool | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": [
+        _skill_result(tool_id, is_error)]}}
+    if is_error is None:
+        entry["toolUseResult"] = {"success": True, "commandName": "work"}
+    return entry
+
+
+@pytest.mark.parametrize(("results", "invoked"), [
+    ([None], ["work"]), ([False], ["work"]), ([True], []), ([], []),
+], ids=["launched", "is_error-false", "errored", "no-result"])
+def test_the_transcript_counts_only_skill_launches_without_error(
+    tmp_path: Path, results: list[bool | None], invoked: list[str]
+) -> None:
+    entries = [_assistant_skill("toolu_1", "work"),
+               *[_user_result("toolu_1", is_error) for is_error in results]]
+    assert transcript_skills(_transcript(tmp_path / "t.jsonl", *entries)) == invoked
+
+
+def test_the_transcript_counts_an_errored_then_retried_launch_once(tmp_path: Path) -> None:
+    transcript = _transcript(
+        tmp_path / "t.jsonl",
+        _assistant_skill("toolu_1", "work"), _user_result("toolu_1", True),
+        _assistant_skill("toolu_2", "plan"), _user_result("toolu_2", True),
+        _assistant_skill("toolu_3", "work"), _user_result("toolu_3", None))
+    assert transcript_skills(transcript) == ["work"]

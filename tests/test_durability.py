@@ -3,11 +3,12 @@ rows of the cells that finished, each exactly once."""
 
 from __future__ import annotations
 
+import secrets
 from collections import Counter
 
 import pytest
 
-from tests.conftest import task_yaml, write_suite
+from tests.conftest import script_arm, task_yaml, write_suite
 
 KILLER = '''
 import os
@@ -63,32 +64,77 @@ INTERRUPTER = '''
 import os
 import signal
 import threading
+import time
+from pathlib import Path
 
 import pytest
+
+
+def _running(marker):
+    """Whether a process whose arguments end with ``marker`` exists (the
+    sandboxed step, seen from the host's /proc)."""
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\\0")
+        except OSError:
+            continue
+        if argv[-1:] == [b""]:
+            argv = argv[:-1]
+        if argv and argv[0].endswith(b"sleep") and argv[-1] == marker.encode():
+            return True
+    return False
+
+
+def _interrupt_when_running(marker, record):
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        if _running(marker):
+            record.write_text("step running")
+            break
+        time.sleep(0.05)
+    else:
+        record.write_text("deadline: the step was never seen running")
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def pytest_configure(config):
+    # Ctrl-C raises KeyboardInterrupt even when this sweep was started by a
+    # process that ignores SIGINT (a background job of a non-interactive shell).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     if "{victim}" in item.nodeid:
-        threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        threading.Thread(target=_interrupt_when_running,
+                         args=("{marker}", Path("{record}")), daemon=True).start()
 '''
 
 
 def test_ctrl_c_records_the_interrupted_cell_once_and_the_rest_as_not_run(
     pytester: pytest.Pytester
 ) -> None:
-    from tests.conftest import script_arm
-
-    tasks = [task_yaml(name) for name in ("first", "slow", "third")]
+    # Only the slow task's step sleeps long, for a duration no other process has:
+    # Ctrl-C comes once that very step is seen running, not after a guessed delay.
+    marker = f"50.{secrets.randbelow(10**6):06d}"
+    tasks = [task_yaml("first"),
+             task_yaml("slow", sandbox={"env": {"WFBENCH_TEST_SLEEP": marker}}),
+             task_yaml("third")]
     suite = write_suite(pytester.path, tasks=tasks, arms=["sleeper"],
-                        arm_definitions={"sleeper": script_arm("sleep 4")})
-    pytester.makeconftest(INTERRUPTER.format(victim="slow-sleeper-r1"))
+                        arm_definitions={"sleeper": script_arm(
+                            'sleep "${WFBENCH_TEST_SLEEP:-0.2}"')})
+    record = pytester.path / "interrupted.txt"
+    pytester.makeconftest(INTERRUPTER.format(victim="slow-sleeper-r1", marker=marker,
+                                             record=record))
     result = pytester.runpytest_subprocess(*suite.args())
+    assert record.read_text() == "step running"
     assert result.ret == pytest.ExitCode.INTERRUPTED
     counts = Counter(row["cell_id"] for row in suite.rows())
     assert counts == {"first-sleeper-r1": 1, "slow-sleeper-r1": 1, "third-sleeper-r1": 1}
     assert suite.row("first-sleeper-r1")["error_kind"] == "oracle-failed"
-    assert suite.row("slow-sleeper-r1")["error_kind"] == "cancelled"
+    slow = suite.row("slow-sleeper-r1")
+    assert slow["error_kind"] == "cancelled"
+    assert slow["duration_s"] < 40  # the 50 s step was cut short by the interrupt
     assert suite.row("third-sleeper-r1")["status"] == "skipped"
     assert "cancelled" in (suite.out / "report.md").read_text()
 
@@ -96,9 +142,15 @@ def test_ctrl_c_records_the_interrupted_cell_once_and_the_rest_as_not_run(
 CHANGER = '''
 from pathlib import Path
 
+import pytest
 
-def pytest_configure(config):
-    if hasattr(config, "workerinput"):  # after the controller captured the oracle
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    # On the controller only, exactly once: after the wfbench plugin captured the
+    # oracle (its pytest_configure), before xdist starts the workers (its
+    # trylast pytest_sessionstart). Workers then see the changed file.
+    if not hasattr(session.config, "workerinput"):
         oracle = Path("{oracle}")
         oracle.write_text(oracle.read_text() + "\\n# changed after sweep start\\n")
 '''
@@ -108,9 +160,14 @@ def test_workers_judge_with_the_oracle_captured_at_sweep_start(
     pytester: pytest.Pytester
 ) -> None:
     suite = write_suite(pytester.path, arms=["gold"])
-    pytester.makeconftest(CHANGER.format(oracle=suite.root / "oracle" / "test_oracle.py"))
+    oracle = suite.root / "oracle" / "test_oracle.py"
+    original = oracle.read_text()
+    pytester.makeconftest(CHANGER.format(oracle=oracle))
     result = pytester.runpytest_subprocess(*suite.args("-n", "2"))
+    # The file was changed once, by the controller, before any worker existed.
+    assert oracle.read_text() == original + "\n# changed after sweep start\n"
     result.assert_outcomes(errors=1)
     row = suite.row("fix-add-gold-r1")
+    assert row["worker"].startswith("gw"), row["worker"]  # judged on a worker
     assert row["error_kind"] == "oracle-unavailable"
     assert "changed during the sweep" in row["error_detail"]

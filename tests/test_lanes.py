@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pytest_wfbench.cells import subject_order
 
@@ -40,7 +42,14 @@ def run(pytester: pytest.Pytester, task_file: Path, *extra: str) -> tuple[
 def test_the_shipped_scenarios_pass_for_git_and_skip_a_missing_subject(
     pytester: pytest.Pytester
 ) -> None:
-    result, rows = run(pytester, SHIPPED, "-n", "2")
+    # The shipped scenarios, with jj certainly missing whether or not it is installed here.
+    shipped = yaml.safe_load(SHIPPED.read_text())
+    assert shipped["subjects"]["jj"]["binary"] == "jj"
+    absent = f"wfbench-absent-jj-{secrets.token_hex(4)}"
+    shipped["subjects"]["jj"]["binary"] = absent
+    task_file = pytester.path / "vcs-loop.yaml"
+    task_file.write_text(json.dumps(shipped, indent=2))
+    result, rows = run(pytester, task_file, "-n", "2")
     result.assert_outcomes(passed=3, skipped=3)
     for scenario in ("task_loop", "agent_task_baseline", "interrupted_publication"):
         row = rows[f"{scenario}-git-r1"]
@@ -49,7 +58,8 @@ def test_the_shipped_scenarios_pass_for_git_and_skip_a_missing_subject(
         assert row["measurement_lock_wait_ms"] is not None
         assert row["subject_version"].startswith("git version")
         skipped = rows[f"{scenario}-jj-r1"]
-        assert skipped["status"] == "skipped" and "'jj' is not installed" in skipped["skip_reason"]
+        assert skipped["status"] == "skipped"
+        assert f"subject 'jj': binary '{absent}' is not installed" in skipped["skip_reason"]
         assert skipped["steps"][0]["returncode"] == 77
         assert skipped["transport"] == row["transport"]
     loop = rows["task_loop-git-r1"]

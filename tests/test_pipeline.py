@@ -128,7 +128,8 @@ def test_resolved_noop_fails_the_sweep_as_strict_xpass(
 ) -> None:
     """A task whose oracle passes without any change is unsound."""
     suite = suite_factory(
-        tasks=[task_yaml(oracle={"command": "true", "hidden_paths": ["tests/hidden/"]})],
+        tasks=[task_yaml(oracle={"command": "true", "hidden_paths": ["tests/hidden/"],
+                                 "expect": "exit-code"})],
         arms=["noop"])
     junit = suite.root / "junit.xml"
     result = pytester.runpytest_subprocess(*suite.args(f"--junitxml={junit}"))
@@ -141,7 +142,8 @@ def test_resolved_noop_fails_the_sweep_as_strict_xpass(
 def test_gold_that_does_not_resolve_fails(
     pytester: pytest.Pytester, suite_factory: SuiteFactory
 ) -> None:
-    suite = suite_factory(tasks=[task_yaml(oracle={"command": "false"})], arms=["gold"])
+    suite = suite_factory(tasks=[task_yaml(oracle={"command": "false", "expect": "exit-code"})],
+                          arms=["gold"])
     result = pytester.runpytest_subprocess(*suite.args())
     result.assert_outcomes(failed=1)
     assert suite.row("fix-add-gold-r1")["error_kind"] == "oracle-failed"
@@ -190,8 +192,9 @@ def test_expensive_task_and_missing_gold_are_skips_with_rows(
 def test_exit_first_records_unrun_cells_as_skips(
     pytester: pytest.Pytester, suite_factory: SuiteFactory
 ) -> None:
-    suite = suite_factory(tasks=[task_yaml("a-task", oracle={"command": "false"}),
-                                 task_yaml("b-task")], arms=["gold"])
+    failing = {"command": "false", "expect": "exit-code"}
+    suite = suite_factory(tasks=[task_yaml("a-task", oracle=failing), task_yaml("b-task")],
+                          arms=["gold"])
     result = pytester.runpytest_subprocess(*suite.args("-x"))
     result.assert_outcomes(failed=1)
     assert suite.row("a-task-gold-r1")["error_kind"] == "oracle-failed"
@@ -213,11 +216,17 @@ def test_unusable_arm_makes_the_exit_status_nonzero(
 def test_session_timeout_kills_the_step_and_the_sweep_goes_on(
     pytester: pytest.Pytester, suite_factory: SuiteFactory
 ) -> None:
-    suite = suite_factory(tasks=[task_yaml("slow", timeout=2), task_yaml("quick")],
-                          arms=["sleeper"], arm_definitions={"sleeper": script_arm("sleep 60")})
+    """A session that reaches its timeout is the arm's failure: counted, unresolved,
+    a pytest failure (a hanging agent must not look better than one that fails)."""
+    suite = suite_factory(tasks=[task_yaml("slow", timeout=2, setup="touch .slow"),
+                                 task_yaml("quick")],
+                          arms=["sleeper"],
+                          arm_definitions={"sleeper": script_arm("[ -e .slow ] && sleep 60; true")},
+                          )
     result = pytester.runpytest_subprocess(*suite.args())
-    result.assert_outcomes(errors=2)
+    result.assert_outcomes(failed=2)
     row = suite.row("slow-sleeper-r1")
-    assert row["error_kind"] == "session-error" and "timed out" in row["error_detail"]
-    assert row["duration_s"] < 30
-    assert suite.row("quick-sleeper-r1")["error_kind"] == "session-error"
+    assert row["error_kind"] == "session-timeout" and "timed out" in row["error_detail"]
+    assert row["counted"] is True and row["resolved"] is False
+    assert row["steps"][0]["timed_out"] is True
+    assert suite.row("quick-sleeper-r1")["error_kind"] == "oracle-failed"

@@ -16,6 +16,7 @@ import yaml
 from pytest_wfbench.tasks import (
     AGENT_ARM_KEYS,
     ARM_KINDS,
+    LIMIT_KEYS,
     ORACLE_KEYS,
     PHASE_KEYS,
     PHASE_ROLES,
@@ -344,6 +345,7 @@ def test_schema_keys_match_loader_keys(schema: Doc) -> None:
     assert _property_names(defs["task"]) == TASK_KEYS
     assert _property_names(defs["oracle"]) == ORACLE_KEYS
     assert _property_names(defs["sandbox"]) == SANDBOX_KEYS
+    assert _property_names(defs["sandbox"]["properties"]["limits"]) == LIMIT_KEYS
     assert _property_names(defs["scriptArm"]) == SCRIPT_ARM_KEYS
     assert _property_names(defs["claudeArm"]) == AGENT_ARM_KEYS
     assert _property_names(defs["phase"]) == PHASE_KEYS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from pytest_wfbench.workspace.template import (
     check_sanitized,
     snapshot_directory,
 )
-from tests.conftest import task_yaml, write_suite
+from tests.conftest import HIDDEN_TEST, task_yaml, write_suite
 
 
 def git(repo: Path, *args: str) -> str:
@@ -103,3 +105,107 @@ def test_missing_hidden_path_is_a_template_error(tmp_path: Path) -> None:
                                                           unsafe_host=False))
     with pytest.raises(TemplateError, match="hidden path 'no/such/dir' does not exist"):
         cache.get(task)
+
+
+def sanitized_repo(path: Path, files: dict[str, str] | None = None, *,
+                   packed: bool = False) -> Path:
+    """A repository shaped like a built template: one commit on main, nothing
+    else (no reflogs, no COMMIT_EDITMSG), its objects loose or packed."""
+    subprocess.run(["git", "init", "-q", "-b", "main", "--template=", str(path)], check=True)
+    for name, content in (files or {"calc.py": "def add(a, b):\n    return a - b\n"}).items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(content)
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "wfbench task base")
+    if packed:
+        git(path, "gc", "-q", "--prune=now")
+    shutil.rmtree(path / ".git" / "logs")
+    (path / ".git" / "COMMIT_EDITMSG").unlink()
+    return path
+
+
+def blob_id(content: str) -> str:
+    return subprocess.run(["git", "hash-object", "--stdin"], input=content, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_check_sanitized_passes_a_clean_template(tmp_path: Path, packed: bool) -> None:
+    repo = sanitized_repo(tmp_path / "r", packed=packed)
+    check_sanitized(repo, set())
+    check_sanitized(repo, {blob_id(HIDDEN_TEST)})  # hidden content that is not in the store
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_check_sanitized_catches_a_hidden_blob_in_the_store(tmp_path: Path, packed: bool) -> None:
+    # The hidden file's bytes at a visible path: reachable, one commit, only main,
+    # so only the hidden-blob check can see it.
+    repo = sanitized_repo(tmp_path / "r", {"calc.py": "x = 1\n", "tests/copied.py": HIDDEN_TEST},
+                          packed=packed)
+    check_sanitized(repo, set())
+    with pytest.raises(TemplateError,
+                       match="a hidden file's content is in the template's object store"):
+        check_sanitized(repo, {blob_id("unrelated\n"), blob_id(HIDDEN_TEST)})
+
+
+@pytest.mark.parametrize("extra", ["tag", "annotated-tag", "branch", "remote", "stash"])
+def test_check_sanitized_catches_an_extra_ref(tmp_path: Path, extra: str) -> None:
+    repo = sanitized_repo(tmp_path / "r")
+    head = git(repo, "rev-parse", "HEAD")
+    refs = {"tag": "refs/tags/v1", "annotated-tag": "refs/tags/v1",
+            "branch": "refs/heads/other", "remote": "refs/remotes/origin/main",
+            "stash": "refs/stash"}
+    if extra == "annotated-tag":
+        git(repo, "tag", "-a", "v1", "-m", "a tag object, reachable from its ref")
+    else:
+        # update-ref without a reflog: the ref is the only thing left behind
+        git(repo, "-c", "core.logAllRefUpdates=false", "update-ref", refs[extra], head)
+    with pytest.raises(TemplateError, match=r"the template has refs \[.*'refs/heads/main'.*"
+                                            + refs[extra] + r".*\] and 1 commits"):
+        check_sanitized(repo, set())
+
+
+def test_check_sanitized_catches_a_second_commit(tmp_path: Path) -> None:
+    repo = sanitized_repo(tmp_path / "r")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    git(repo, "-c", "core.logAllRefUpdates=false", "commit", "-qam", "a later commit")
+    with pytest.raises(TemplateError,
+                       match=r"the template has refs \['refs/heads/main'\] and 2 commits"):
+        check_sanitized(repo, set())
+
+
+@pytest.mark.parametrize("leftover", ["logs", "ORIG_HEAD", "FETCH_HEAD"])
+def test_check_sanitized_catches_a_leftover(tmp_path: Path, leftover: str) -> None:
+    repo = sanitized_repo(tmp_path / "r")
+    head = git(repo, "rev-parse", "HEAD")
+    if leftover == "logs":
+        # a reflog entry, as any commit or reset leaves by default
+        git(repo, "update-ref", "--create-reflog", "-m", "was here", "refs/heads/main", head)
+        assert (repo / ".git" / "logs").is_dir()
+    else:
+        (repo / ".git" / leftover).write_text(f"{head}\n")
+    with pytest.raises(TemplateError,
+                       match=re.escape(f"the template's git dir still has ['{leftover}']")):
+        check_sanitized(repo, set())
+
+
+@pytest.mark.parametrize("stray", ["blob", "commit", "tree"])
+def test_check_sanitized_catches_unreachable_objects(tmp_path: Path, stray: str) -> None:
+    repo = sanitized_repo(tmp_path / "r")
+    if stray == "blob":
+        subprocess.run(["git", "-C", str(repo), "hash-object", "-w", "--stdin"],
+                       input="hidden content\n", text=True, check=True, capture_output=True)
+    elif stray == "commit":
+        # the later fix, committed and then reset away (its reflog gone): dangling
+        (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+        git(repo, "-c", "core.logAllRefUpdates=false", "commit", "-qam", "later")
+        git(repo, "-c", "core.logAllRefUpdates=false", "reset", "-q", "--hard", "HEAD~1")
+        (repo / ".git" / "ORIG_HEAD").unlink()
+    else:
+        (repo / "extra.txt").write_text("staged, never committed\n")
+        git(repo, "add", "extra.txt")
+        git(repo, "write-tree")
+        git(repo, "-c", "core.logAllRefUpdates=false", "reset", "-q")
+        (repo / ".git" / "ORIG_HEAD").unlink(missing_ok=True)
+    with pytest.raises(TemplateError, match=r"^\d+ unreachable objects in the template$"):
+        check_sanitized(repo, set())

@@ -37,22 +37,43 @@ def thief(suite_factory: SuiteFactory, *steps: str) -> Suite:
     return suite_factory(arms=["thief"], arm_definitions={"thief": script_arm(*steps)})
 
 
+# Searches the whole sandbox, every mount included (the workspace, /tmp and HOME
+# are mounts of their own: `find -xdev` would never enter them), but the large
+# read-only system and kernel trees.
+FIND = r"find / \( -path /proc -o -path /sys -o -path /dev -o -path /usr \) -prune -o"
+
+
+def found_by_search(patch: str) -> list[str]:
+    """The paths the probe's search printed between its two markers."""
+    lines = [line.removeprefix("+") for line in patch.splitlines()]
+    assert "search-begin" in lines and "search-end" in lines, patch
+    return lines[lines.index("search-begin") + 1 : lines.index("search-end")]
+
+
 def test_cannot_read_the_oracle_or_hidden_files_by_path(
     pytester: pytest.Pytester, suite_factory: SuiteFactory
 ) -> None:
     root = pytester.path
+    # The decoy proves the search reaches the arm's own files: it must be found.
     suite = thief(suite_factory, f"""
         echo probe-ran > loot.txt
         cat {root}/oracle/test_oracle.py {root}/repo/tests/hidden/test_hidden.py >> loot.txt 2>&1
         cat tests/hidden/test_hidden.py >> loot.txt 2>&1
         ls -la / /oracle* >> loot.txt 2>&1
-        echo "found=$(find / -xdev \\( -name 'test_oracle*' -o -name 'test_hidden*' \\) \\
-            2>/dev/null | wc -l)" >> loot.txt
+        echo decoy > /tmp/test_hidden_decoy.py
+        echo decoy > $HOME/test_hidden_decoy.py
+        echo decoy > test_oracle_decoy.py
+        echo search-begin >> loot.txt
+        {FIND} \\( -name 'test_oracle*' -o -name 'test_hidden*' \\) -print 2>/dev/null \\
+            | sort >> loot.txt
+        echo search-end >> loot.txt
     """)
     patch = run_hostile(pytester, suite)
     assert "probe-ran" in patch
     assert ORACLE_MARKER not in patch and HIDDEN_MARKER not in patch
-    assert "+found=0" in patch
+    assert found_by_search(patch) == ["/home/wfbench/test_hidden_decoy.py",
+                                      "/tmp/test_hidden_decoy.py",
+                                      "/workspace/test_oracle_decoy.py"]
 
 
 def test_cannot_read_hidden_or_future_content_through_git(
@@ -114,18 +135,23 @@ def test_cannot_read_a_secret_in_the_host_home(
     pytester: pytest.Pytester, suite_factory: SuiteFactory
 ) -> None:
     secret = f"HOME-SECRET-{secrets.token_hex(8)}"
-    home = Path(os.environ["HOME"])
+    home = Path(os.environ["HOME"])  # the harness's HOME (pytester gives each test its own)
     (home / ".wfbench-test-token").write_text(secret)
+    # The decoy, in the sandbox's own HOME, proves the search reaches HOME: it must be found.
     suite = thief(suite_factory, f"""
         echo probe-ran home=$HOME > loot.txt
+        echo decoy > $HOME/.wfbench-test-token-decoy
         cat $HOME/.wfbench-test-token {home}/.wfbench-test-token >> loot.txt 2>&1
         ls -la {home} /root >> loot.txt 2>&1
-        find / -xdev -name .wfbench-test-token >> loot.txt 2>/dev/null
+        echo search-begin >> loot.txt
+        {FIND} -name '.wfbench-test-token*' -print 2>/dev/null | sort >> loot.txt
+        echo search-end >> loot.txt
         true
     """)
     patch = run_hostile(pytester, suite)
     assert "probe-ran home=/home/wfbench" in patch
-    assert secret not in patch and ".wfbench-test-token\n" not in patch.replace("+", "")
+    assert secret not in patch
+    assert found_by_search(patch) == ["/home/wfbench/.wfbench-test-token-decoy"]
 
 
 def test_cannot_read_a_secret_in_the_harness_environment(
@@ -196,7 +222,7 @@ def test_verify_and_oracle_have_no_network(
     task = task_yaml(
         verify=f"{_fetch(url + '/verify')} ; python -m pytest -q -p no:cacheprovider tests",
         oracle={"command": f"{_fetch(url + '/oracle')} || exit 0",
-                "hidden_paths": ["tests/hidden/"]},
+                "hidden_paths": ["tests/hidden/"], "expect": "exit-code"},
     )
     online = {**script_arm(_fetch(url + "/session")), "network": True}
     suite = suite_factory(tasks=[task], arms=["thief"], arm_definitions={"thief": online})
@@ -287,13 +313,23 @@ JUDGE_TAMPERING = {
     "ini-addopts": "printf '[pytest]\\naddopts = --co\\n' > pytest.ini",
     "pyproject-addopts": "printf '[tool.pytest.ini_options]\\naddopts = \"--co\"\\n' "
                          "> pyproject.toml",
+    # a root conftest.py (loaded for tests/hidden) that turns every result into a pass
     "conftest-forces-pass": """cat > conftest.py <<'PY'
 import pytest
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    report.outcome = "passed"
+    report.longrepr = None
+    return report
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session):
     session.exitstatus = 0
-PY
-cp conftest.py tests/conftest.py""",
+PY""",
     # a fixed module compiled, then the source put back with its size and mtime
     "stale-bytecode": """cp -p calc.py /tmp/orig.py
 sed -i 's/a - b/a + b/' calc.py && touch -r /tmp/orig.py calc.py
@@ -312,6 +348,8 @@ def test_an_arm_cannot_change_how_it_is_judged(
     row = suite.row("fix-add-thief-r1")
     assert row["resolved"] is False and row["error_kind"] in ("oracle-failed", "verify-failed")
     assert row["oracle_passed"] is False
+    if case == "conftest-forces-pass":  # verify passes as it would anyway; the oracle judges
+        assert row["error_kind"] == "oracle-failed"
 
 
 @pytest.mark.parametrize("attributes", ["* -diff", "*.py working-tree-encoding=UTF-16",

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_wfbench.agents.proxy import ApiProxy
-from pytest_wfbench.sandbox import Mount, Sandbox
-from pytest_wfbench.tasks import ArmDefinition, PhaseSpec
+from pytest_wfbench.sandbox import LimitHit, Mount, Sandbox
+from pytest_wfbench.tasks import ArmDefinition, Limits, PhaseSpec
 
 TASK_ONLY = "{task}"
 PLAN_PROMPT = (
@@ -100,6 +100,7 @@ class PhaseRun:
     minimal: bool = False
     proxy: ApiProxy | None = None
     """The harness-side API proxy: the session gets a token for it, never the key."""
+    limits: Limits = field(default_factory=Limits)
 
 
 @dataclass
@@ -109,6 +110,8 @@ class PhaseReport:
     name: str
     completed: bool
     error: str | None = None
+    timed_out: bool = False
+    limit_hit: LimitHit | None = None
     session_id: str | None = None
     num_turns: int = 0
     duration_ms: float = 0.0

@@ -159,10 +159,15 @@ class ClaudeCodeAdapter:
         result = run.sandbox.run(
             command, workspace=run.workspace, home=run.home, writable=True,
             network=network, timeout_s=run.timeout_s, env=env, mounts=tuple(mounts),
-            stdin=run.prompt.encode(),
+            stdin=run.prompt.encode(), limits=run.limits, watch=(run.workspace, run.home),
         )
         report = PhaseReport(name=run.phase.name, completed=False)
+        if result.limit_hit is not None:
+            report.limit_hit = result.limit_hit
+            report.error = f"the session {result.limit_hit.describe()}; it was killed"
+            return report
         if result.timed_out:
+            report.timed_out = True
             report.error = (f"the session timed out after {run.timeout_s:g}s; its process "
                             "tree was killed")
             return report

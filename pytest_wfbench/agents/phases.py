@@ -7,7 +7,7 @@ exactly one plan document and nothing else, a work phase that changes something.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +15,14 @@ from pytest_wfbench.agents import AgentSettings, PhaseReport, PhaseRun, PluginDi
 from pytest_wfbench.agents.claude import model_usage_totals
 from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.cells import Cell
-from pytest_wfbench.outcomes import CellFailure
+from pytest_wfbench.outcomes import CellFailure, CellVerdict
 from pytest_wfbench.sandbox import Mount, Sandbox
 from pytest_wfbench.session import SessionResult
 from pytest_wfbench.skills import SKILLS_DIR, fingerprint, read_only_mount
 from pytest_wfbench.store import ResultsStore
+from pytest_wfbench.tasks import Limits
 from pytest_wfbench.workspace.evidence import workspace_changes
+from pytest_wfbench.workspace.fs import TreeBounds
 from pytest_wfbench.workspace.template import Template
 
 PLUGIN_MOUNT = "/opt/wfbench/plugins"
@@ -38,6 +40,8 @@ class AgentCell:
     skills_fingerprint: str | None
     """The installed skills' fingerprint, or None when the arm has no skills."""
     proxy: ApiProxy | None = None
+    limits: Limits = field(default_factory=Limits)
+    bounds: TreeBounds = field(default_factory=TreeBounds)
 
 
 def phase_changes(before: dict[str, str], after: dict[str, str]) -> dict[str, str]:
@@ -87,7 +91,8 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Path, home: Path,
             prompt = (phase.prompt.replace("{plugin}", plugin_name)
                       .replace("{plan}", plan_path or "(no plan document)")
                       .replace("{task}", cell.task.prompt))
-            before = (workspace_changes(agent.template, workspace, agent.scratch, exclude)
+            before = (workspace_changes(agent.template, workspace, agent.scratch, agent.bounds,
+                                        exclude)
                       if phase.role in ("plan", "work") else {})
             skills_before = fingerprint(workspace)
             extra = [Mount(path, f"{PLUGIN_MOUNT}/{phase.name}-{index}")
@@ -97,14 +102,20 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Path, home: Path,
                 timeout_s=cell.task.timeout_s, settings=agent.settings, proxy=agent.proxy,
                 mounts=(*mounts, *extra),
                 plugin_dirs=(*plugin_dirs, *(sandbox.mount_path(m) for m in extra)),
-                minimal=cell.arm.minimal,
+                minimal=cell.arm.minimal, limits=agent.limits,
             ))
             _account(result, report, agent, cell, skill)
+            if report.limit_hit is not None:
+                raise CellVerdict("limit-exceeded", f"phase {phase.name!r}: {report.error}",
+                                  report.limit_hit.to_json())
+            if report.timed_out:
+                raise CellVerdict("session-timeout", f"phase {phase.name!r}: {report.error}")
             if not report.completed:
                 raise CellFailure("session-error", f"phase {phase.name!r}: {report.error}")
             failure = _phase_evidence(report, skill, skills_before, workspace)
             if failure is None and phase.role in ("plan", "work"):
-                after = workspace_changes(agent.template, workspace, agent.scratch, exclude)
+                after = workspace_changes(agent.template, workspace, agent.scratch, agent.bounds,
+                                          exclude)
                 changed = phase_changes(before, after)
                 if phase.role == "plan":
                     added = [p for p, state in changed.items() if state.startswith("A")]

@@ -1,61 +1,90 @@
-"""What the judges (verify, oracle) run with, so that an arm can only win by
-changing its code, not by changing how it is judged.
+"""The oracle's test configuration is the task's own.
 
-- Python: the workspace is searched last (no module in it can shadow pytest or
-  any installed package), bytecode caches go to a private prefix (a stale
-  ``.pyc`` left in the workspace is never loaded), no user site.
-- pytest: ``--import-mode=append`` (test folders are appended to ``sys.path``,
-  not prepended), no cache provider.
-- For the oracle, the test configuration is the task's own: every
-  ``conftest.py`` and pytest configuration file in the judged copy is reset to
-  its base version (and any the agent added is removed).
+In the judged copy every file that configures pytest or the interpreter
+(every ``conftest.py``, every configuration file name pytest reads, taken from
+pytest itself, and the interpreter's start-up modules) is reset to its base
+version, and any the arm added is removed, without following links. On top
+of that, the oracle is told its rootdir and configuration file explicitly
+(:func:`forced_config`), so a name a future pytest learns to read cannot
+reopen the hole.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-import pytest_wfbench
-from pytest_wfbench.workspace.clone import real_directories
+from pytest_wfbench.workspace import fs
 
-JUDGE_SITE = Path(pytest_wfbench.__file__).resolve().parent / "judge" / "site"
-JUDGE_ENV = {
-    "PYTHONSAFEPATH": "1",
-    "PYTHONPATH": str(JUDGE_SITE),
-    "PYTHONPYCACHEPREFIX": "/tmp/wfbench-judge-pycache",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONNOUSERSITE": "1",
-    "PYTEST_ADDOPTS": "--import-mode=append -p no:cacheprovider",
-}
-PROTECTED_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg",
-                             "pyproject.toml", "sitecustomize.py", "usercustomize.py"})
+# What pytest read before it had a single list of names (pytest < 9).
+PYTEST_8_CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+STARTUP_NAMES = ("conftest.py", "sitecustomize.py", "usercustomize.py")
+MAX_CONFIG_BYTES = 4 << 20
 
 
-def _protected(root: Path) -> set[Path]:
-    found: set[Path] = set()
+def pytest_config_names() -> tuple[str, ...]:
+    """The configuration files pytest discovers by name, in its precedence order,
+    from the installed pytest itself."""
+    try:
+        from _pytest.config.findpaths import CONFIG_LOADERS_BY_NAME
+    except ImportError:  # pytest 8
+        return PYTEST_8_CONFIG_NAMES
+    return tuple(CONFIG_LOADERS_BY_NAME)
+
+
+PROTECTED_NAMES = frozenset((*pytest_config_names(), *STARTUP_NAMES))
+
+
+def _protected(root: Path) -> set[str]:
+    """Paths (relative, posix) of every protected name under ``root``, whatever
+    the entry is; links to directories are not entered."""
+    found: set[str] = set()
     for directory, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".git"]
-        found.update(Path(directory, name).relative_to(root)
-                     for name in files if name in PROTECTED_NAMES)
+        relative = Path(directory).relative_to(root)
+        found.update((relative / name).as_posix() for name in (*files, *dirs)
+                     if name in PROTECTED_NAMES)
     return found
+
+
+@functools.lru_cache(maxsize=64)
+def _base_configuration(base: Path) -> dict[str, bytes]:
+    """The template's protected files (trusted; built once per sweep)."""
+    return {relative: (base / relative).read_bytes() for relative in _protected(base)
+            if (base / relative).is_file() and not (base / relative).is_symlink()}
 
 
 def reset_test_configuration(judged: Path, base: Path) -> list[str]:
     """Give the judged copy the base's test configuration; returns what changed."""
+    ours = _base_configuration(base)
     changed: list[str] = []
-    for relative in sorted(_protected(judged) | _protected(base)):
-        ours, theirs = base / relative, judged / relative
-        if ours.is_file() and theirs.is_file() and not theirs.is_symlink() \
-                and ours.read_bytes() == theirs.read_bytes():
+    for relative in sorted(_protected(judged) | set(ours)):
+        path = PurePosixPath(relative)
+        theirs = fs.read_regular(judged, path, MAX_CONFIG_BYTES + 1)
+        if relative in ours and theirs == ours[relative]:
             continue
-        changed.append(relative.as_posix())
-        if theirs.is_symlink() or theirs.is_file():
-            theirs.unlink()
-        elif theirs.is_dir():
-            shutil.rmtree(theirs)
-        if ours.is_file():
-            target = real_directories(judged, relative.parent) / relative.name
-            shutil.copy2(ours, target)
+        changed.append(relative)
+        if relative in ours:
+            fs.write_file(judged, path, ours[relative])
+        else:
+            fs.remove_entry(judged, path)
     return changed
+
+
+def root_config_file(base: Path) -> str | None:
+    """The configuration file pytest finds at the project's root at its base
+    (relative to it), by pytest's own rules; None when there is none."""
+    try:
+        from _pytest.config.findpaths import load_config_dict_from_file
+    except ImportError:  # pragma: no cover - every supported pytest has it
+        return None
+    pyproject = None
+    for name in pytest_config_names():
+        path = base / name
+        if path.is_file() and not path.is_symlink():
+            if load_config_dict_from_file(path) is not None:
+                return name
+            if name == "pyproject.toml":
+                pyproject = name
+    return pyproject

@@ -7,7 +7,10 @@ any cell runs.
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +22,8 @@ from pytest_wfbench.tasks.model import (
     DEFAULT_ALLOWED_TOOLS,
     DEFAULT_TIMEOUT_S,
     ENV_NAME_RE,
+    EXPECT_EXIT_CODE,
+    LIMIT_KEYS,
     ORACLE_KEYS,
     PHASE_KEYS,
     PHASE_ROLES,
@@ -67,7 +72,71 @@ def _sandbox(reader: Reader | None) -> SandboxSpec:
             if not isinstance(node.value, str | int | float) or isinstance(node.value, bool):
                 env_reader.fail(node.line, "expected a string value", field=env_reader.name(key))
             env[key] = str(node.value)
-    return SandboxSpec(read_only=tuple(read_only), env=tuple(sorted(env.items())))
+    return SandboxSpec(read_only=tuple(read_only), env=tuple(sorted(env.items())),
+                       limits=_limits(reader.mapping("limits")))
+
+
+SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb|tb|kib|mib|gib|tib)?\s*$", re.I)
+SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+              "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+COUNT_LIMITS = ("processes", "files")
+
+
+def _limits(reader: Reader | None) -> tuple[tuple[str, int], ...]:
+    """``sandbox.limits``: counts as whole numbers, sizes in bytes or with a unit
+    (512MiB, 4GiB, 100MB)."""
+    if reader is None:
+        return ()
+    reader.check_keys(LIMIT_KEYS)
+    limits: dict[str, int] = {}
+    for key, node in reader.values.items():
+        value = node.value
+        number: float | None = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and key not in COUNT_LIMITS:
+            match = SIZE_RE.match(value)
+            if match:
+                number = float(match.group(1)) * SIZE_UNITS[(match.group(2) or "b").lower()]
+        if number is None or number < 1:
+            expected = ("a positive whole number" if key in COUNT_LIMITS else
+                        "a positive size: bytes, or a number with KiB, MiB, GiB, KB, MB, GB")
+            reader.fail(node.line, f"expected {expected}, got {value!r}", field=reader.name(key))
+            raise AssertionError  # unreachable: fail() raises
+        limits[key] = int(number)
+    return tuple(sorted(limits.items()))
+
+
+def _installed_plugins() -> set[str]:
+    return {entry.name for entry in importlib.metadata.entry_points(group="pytest11")}
+
+
+def _plugins(reader: Reader) -> tuple[str, ...]:
+    """pytest plugins the judges load explicitly: an installed plugin's entry-point
+    name (xdist) or an importable module."""
+    plugins = []
+    for value, line in reader.string_list("plugins"):
+        if value not in _installed_plugins() and importlib.util.find_spec(value) is None:
+            reader.fail(line, f"{value!r} is neither an installed pytest plugin (by its "
+                        f"entry-point name: {', '.join(sorted(_installed_plugins()))}) nor "
+                        "an importable module", field=reader.name("plugins"))
+        plugins.append(value)
+    return tuple(plugins)
+
+
+def _expect(reader: Reader) -> tuple[str, ...] | None:
+    """``oracle.expect``: ``exit-code``, or the test ids that must pass."""
+    if "expect" not in reader.values:
+        return None
+    node = reader.values["expect"]
+    if node.value == EXPECT_EXIT_CODE:
+        return (EXPECT_EXIT_CODE,)
+    if isinstance(node.value, list) and node.value:
+        return tuple(value for value, _ in reader.string_list("expect"))
+    reader.fail(node.line, f"expected {EXPECT_EXIT_CODE!r} or a non-empty list of test ids "
+                "(as the oracle reports them, e.g. '$WFBENCH_ORACLE_DIR/test_x.py::test_y')",
+                field=reader.name("expect"))
+    raise AssertionError  # unreachable: fail() raises
 
 
 def _repo(value: str, base: Path, reader: Reader, key: str) -> RepoSpec:
@@ -136,7 +205,8 @@ def _task(
         prepare=reader.string("prepare"),
         verify=reader.required_string("verify"),
         oracle=OracleSpec(
-            command=oracle_reader.required_string("command"), files=files, hidden_paths=hidden
+            command=oracle_reader.required_string("command"), files=files, hidden_paths=hidden,
+            plugins=_plugins(oracle_reader), expect=_expect(oracle_reader),
         ),
         gold=gold,
         timeout_s=reader.number("timeout", default_timeout_s),

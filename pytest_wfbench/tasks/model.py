@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 SCHEMA_VERSION = 1
@@ -12,6 +12,7 @@ ARM_NAME_RE = TASK_ID_RE
 HOOK_NAME_RE = re.compile(r"^[a-z][a-z-]*$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_TIMEOUT_S = 1800.0
+GIB = 1 << 30
 BUILTIN_ARMS = ("gold", "noop")
 # Arm kinds a task file may declare under arm_definitions.
 ARM_KINDS = ("script", "claude")
@@ -29,8 +30,11 @@ TASK_KEYS = {
     "id", "class", "repo", "ref", "prompt", "setup", "prepare", "verify", "oracle",
     "gold", "timeout", "expensive", "sandbox",
 }
-ORACLE_KEYS = {"command", "files", "hidden_paths"}
-SANDBOX_KEYS = {"read_only", "env"}
+ORACLE_KEYS = {"command", "files", "hidden_paths", "plugins", "expect"}
+SANDBOX_KEYS = {"read_only", "env", "limits"}
+LIMIT_KEYS = {"processes", "memory", "file_size", "disk", "files", "tmp"}
+# oracle.expect: the oracle's exit status alone decides (not a pytest oracle).
+EXPECT_EXIT_CODE = "exit-code"
 SCRIPT_ARM_KEYS = {"agent", "steps", "description", "network"}
 AGENT_ARM_KEYS = {"agent", "description", "phases", "skills", "plugin", "minimal"}
 PHASE_KEYS = {"name", "prompt", "skill", "role", "allowed_tools", "disallowed_tools",
@@ -55,16 +59,44 @@ class TaskFileError(Exception):
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What one sandboxed command may use (SPEC §3); going over is the arm's failure.
+
+    Defaults are documented in the README; a task file sets them under
+    ``sandbox.limits`` (at the top, or per task)."""
+
+    processes: int = 512
+    """Processes and threads at once (a pids cgroup, else RLIMIT_NPROC)."""
+    memory: int = 4 * GIB
+    """Bytes of memory (a memory cgroup for the whole tree, and RLIMIT_DATA per process)."""
+    file_size: int = 1 * GIB
+    """Largest file a process may write (RLIMIT_FSIZE)."""
+    disk: int = 4 * GIB
+    """Bytes of files in the workspace and HOME (watched during sessions, checked after)."""
+    files: int = 200_000
+    """Entries in the workspace and HOME (watched during sessions, checked after)."""
+    tmp: int = 1 * GIB
+    """Size of the private /tmp (a tmpfs, so memory)."""
+
+
+@dataclass(frozen=True)
 class SandboxSpec:
     read_only: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    limits: tuple[tuple[str, int], ...] = ()
+    """Overrides of :class:`Limits`, by field name."""
 
     def merged(self, other: SandboxSpec) -> SandboxSpec:
         env = dict(self.env) | dict(other.env)
+        limits = dict(self.limits) | dict(other.limits)
         return SandboxSpec(
             read_only=tuple(dict.fromkeys(self.read_only + other.read_only)),
             env=tuple(sorted(env.items())),
+            limits=tuple(sorted(limits.items())),
         )
+
+    def resolved_limits(self) -> Limits:
+        return replace(Limits(), **dict(self.limits))
 
 
 @dataclass(frozen=True)
@@ -72,6 +104,15 @@ class OracleSpec:
     command: str
     files: Path | None
     hidden_paths: tuple[str, ...]
+    plugins: tuple[str, ...] = ()
+    """pytest plugins the judges load explicitly (nothing is auto-loaded)."""
+    expect: tuple[str, ...] | None = None
+    """The test ids that must pass; None: established once per sweep (from the
+    gold patch, else by collection); ``("exit-code",)``: the exit status alone."""
+
+    @property
+    def exit_code_only(self) -> bool:
+        return self.expect == (EXPECT_EXIT_CODE,)
 
 
 @dataclass(frozen=True)

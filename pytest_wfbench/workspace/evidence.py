@@ -1,21 +1,40 @@
 """Evidence (SPEC §3, step 8): churn against the sanitized base and the final patch.
 
-The diff is computed with the template's trusted git dir over the agent's
-work tree, never with the workspace's own ``.git``, which the agent controls
-(its config could run commands; its history could be rewritten). New objects go
-to a private object directory so the template stays untouched.
+The diff is taken of the tree the harness captured from the workspace
+(:func:`~pytest_wfbench.workspace.fs.capture_tree`), never of the workspace
+itself, with the template's trusted git dir and a private index: the
+workspace's own ``.git``, ``.gitmodules``, attributes and ignore files change
+nothing of what git does or reads. Nested repositories were captured as plain
+folders, so their files show as files. What the patch cannot hold (files too
+large to be worth a diff, caches, special files, nested ``.git`` entries) is
+summarized in notes at the head of the patch artifact; ``git apply`` skips them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import posixpath
+import secrets
 import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_wfbench.git import run_git
+from pytest_wfbench.workspace.fs import Capture, TreeBounds, capture_tree, remove_tree
 from pytest_wfbench.workspace.template import Template
+
+# The tree's own .gitattributes must not change what the evidence sees
+# (filters, encodings, "binary" diffs): the private git dir's info/attributes
+# outranks every attributes file in the work tree.
+NEUTRAL_ATTRIBUTES = "* -text -filter -ident -working-tree-encoding !diff !eol !merge\n"
+# Caches that judges never load (bytecode goes to a private prefix, the cache
+# provider is off) and that every test run leaves; summarized, not diffed,
+# unless a link in the tree makes one reachable under another name.
+CACHE_DIRS = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
+MAX_PATCH_BYTES = 16 << 20
+MAX_NOTES = 50
 
 
 @dataclass(frozen=True)
@@ -24,23 +43,56 @@ class Churn:
     insertions: int
     deletions: int
     patch: bytes
+    """The artifact: notes, then the patch (cut at MAX_PATCH_BYTES)."""
+    patch_bytes: int
+    patch_sha256: str
+    notes: tuple[str, ...] = ()
+    large_changed: tuple[str, ...] = ()
+    truncated: bool = False
 
 
-# The workspace's own .gitattributes must not change what the evidence sees
-# (filters, encodings, "binary" diffs): the private git dir's info/attributes
-# outranks every attributes file in the work tree.
-NEUTRAL_ATTRIBUTES = "* -text -filter -ident -working-tree-encoding !diff !eol !merge\n"
-# Ignored files count too (--force: the agent writes .gitignore), except caches
-# that judges never load (PYTHONPYCACHEPREFIX) and that every test run leaves.
-CACHE_PATHS = ("**/__pycache__/**", "**/.pytest_cache/**", "**/.mypy_cache/**",
-               "**/.ruff_cache/**")
+@dataclass
+class _Tree:
+    """What git is told to add, and what the notes must say about the rest."""
+
+    pathspecs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _reachable_through_links(capture: Capture, cache_dirs: list[str]) -> set[str]:
+    """Cache folders a link in the tree points into (judges could load them)."""
+    reachable: set[str] = set()
+    for relative, target in capture.links:
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(relative), target))
+        for cache in cache_dirs:
+            if resolved == cache or resolved.startswith(cache + "/") or cache.startswith(
+                    resolved + "/"):
+                reachable.add(cache)
+    return reachable
+
+
+def _plan(capture: Capture, exclude: Sequence[str]) -> _Tree:
+    plan = _Tree(pathspecs=["."])
+    plan.pathspecs += [f":(exclude,glob){path}/**" for path in exclude]
+    caches = sorted(path for name in CACHE_DIRS for path in capture.directories.get(name, []))
+    linked = _reachable_through_links(capture, caches)
+    left_out = [c for c in caches if c not in linked]
+    plan.pathspecs += [f":(exclude,literal){c}" for c in left_out]
+    if left_out:
+        plan.notes.append(f"caches left out of the patch: {', '.join(left_out[:10])}"
+                          f"{' ...' if len(left_out) > 10 else ''}")
+    plan.pathspecs += [f":(exclude,literal){f.path}" for f in capture.large_files]
+    plan.notes += [f"nested repository, its .git not diffed (its files are): {path}"
+                   for path in capture.nested_git]
+    plan.notes += [f"special file not copied: {path}" for path in capture.special_files]
+    return plan
 
 
 @contextmanager
-def _staged(template: Template, workspace: Path, scratch: Path,
-            exclude: Sequence[str]) -> Iterator[dict[str, str]]:
+def _staged(template: Template, tree: Path, scratch: Path,
+            pathspecs: Sequence[str]) -> Iterator[dict[str, str]]:
     """A private git dir (borrowing the template's objects) whose index holds
-    the work tree as it is now; yields git's env."""
+    the captured tree; yields git's env."""
     git_dir = scratch / "evidence.git"
     shutil.rmtree(git_dir, ignore_errors=True)
     run_git(["init", "--quiet", "--bare", "--template=", str(git_dir)])
@@ -49,39 +101,98 @@ def _staged(template: Template, workspace: Path, scratch: Path,
         str(template.git_dir / "objects") + "\n")
     (git_dir / "info").mkdir(exist_ok=True)
     (git_dir / "info" / "attributes").write_text(NEUTRAL_ATTRIBUTES)
-    env = {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(workspace),
+    spec_file = scratch / "evidence.pathspecs"
+    spec_file.write_bytes(b"".join(spec.encode() + b"\0" for spec in pathspecs))
+    env = {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(tree),
            "GIT_INDEX_FILE": str(git_dir / "index")}
     try:
         run_git(["read-tree", template.sanitized_sha], env=env)
-        excluded = [*exclude, *CACHE_PATHS]
-        run_git(["add", "--all", "--force", "--", ".",
-                 *(f":(exclude,glob){path}" for path in excluded)], env=env)
+        run_git(["add", "--all", "--force", f"--pathspec-from-file={spec_file}",
+                 "--pathspec-file-nul"], env=env, cwd=tree)
         yield env
     finally:
         shutil.rmtree(git_dir, ignore_errors=True)
+        spec_file.unlink(missing_ok=True)
 
 
-def diff_against_base(template: Template, workspace: Path, scratch: Path,
+def _large_changes(template: Template, capture: Capture, env: dict[str, str]) -> list[str]:
+    """Large files that differ from the base (compared by git blob id), as notes."""
+    if not capture.large_files:
+        return []
+    listing = run_git(["ls-tree", "-r", "-z", template.sanitized_sha, "--",
+                       *(f.path for f in capture.large_files)], env=env).stdout.decode(
+        "utf-8", "surrogateescape")
+    base = {}
+    for record in listing.split("\0"):
+        if "\t" in record:
+            meta, path = record.split("\t", 1)
+            base[path] = meta.split()[2]
+    return [f"large file {'added' if f.path not in base else 'changed'}, summarized: "
+            f"{f.path} ({f.size:,} bytes, sha256 {f.sha256})"
+            for f in capture.large_files if base.get(f.path) != f.git_blob]
+
+
+def diff_against_base(template: Template, tree: Path, capture: Capture, scratch: Path,
                       exclude: Sequence[str] = ()) -> Churn:
-    with _staged(template, workspace, scratch, exclude) as env:
-        base = template.sanitized_sha
-        numstat = run_git(["diff", "--cached", "--numstat", "--no-renames", base],
-                          env=env).stdout.decode()
-        patch = run_git(["diff", "--cached", "--binary", "--no-renames", base], env=env).stdout
+    plan = _plan(capture, exclude)
+    base = template.sanitized_sha
+    output = scratch / "evidence.patch"
+    with _staged(template, tree, scratch, plan.pathspecs) as env:
+        numstat = run_git(["diff", "--cached", "--numstat", "--no-renames", "-z", base],
+                          env=env).stdout.decode("utf-8", "surrogateescape")
+        run_git(["diff", "--cached", "--binary", "--no-renames", base], env=env, stdout=output)
+        large = _large_changes(template, capture, env)
     files = insertions = deletions = 0
-    for line in numstat.splitlines():
-        added, removed, _ = line.split("\t", 2)
+    for record in numstat.split("\0"):
+        if record.count("\t") < 2:
+            continue
+        added, removed, _ = record.split("\t", 2)
         files += 1
         insertions += int(added) if added != "-" else 0
         deletions += int(removed) if removed != "-" else 0
-    return Churn(files=files, insertions=insertions, deletions=deletions, patch=patch)
+    files += len(large)
+    try:
+        patch, size, digest, truncated = _read_capped(output, MAX_PATCH_BYTES)
+    finally:
+        output.unlink(missing_ok=True)
+    notes = [*plan.notes, *large]
+    if truncated:
+        notes.append(f"patch cut at {MAX_PATCH_BYTES:,} of {size:,} bytes (sha256 of the "
+                     f"whole: {digest})")
+    return Churn(files=files, insertions=insertions, deletions=deletions,
+                 patch=_with_notes(notes, patch), patch_bytes=size, patch_sha256=digest,
+                 notes=tuple(notes), large_changed=tuple(large), truncated=truncated)
 
 
-def workspace_changes(template: Template, workspace: Path, scratch: Path,
-                      exclude: Sequence[str] = ()) -> dict[str, str]:
+def _with_notes(notes: list[str], patch: bytes) -> bytes:
+    if not notes:
+        return patch
+    shown = notes[:MAX_NOTES]
+    if len(notes) > MAX_NOTES:
+        shown.append(f"... and {len(notes) - MAX_NOTES} more")
+    head = "".join(f"# wfbench: {note}\n" for note in shown)
+    return head.encode("utf-8", "surrogateescape") + b"\n" + patch
+
+
+def _read_capped(path: Path, cap: int) -> tuple[bytes, int, str, bool]:
+    digest = hashlib.sha256()
+    kept = bytearray()
+    size = 0
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            size += len(chunk)
+            digest.update(chunk)
+            if len(kept) < cap:
+                kept += chunk[: cap - len(kept)]
+    return bytes(kept), size, digest.hexdigest(), size > cap
+
+
+def tree_changes(template: Template, tree: Path, capture: Capture, scratch: Path,
+                 exclude: Sequence[str] = ()) -> dict[str, str]:
     """Every path that differs from the base, with its status and new blob id:
     comparing two of these tells what one phase changed."""
-    with _staged(template, workspace, scratch, exclude) as env:
+    plan = _plan(capture, exclude)
+    with _staged(template, tree, scratch, plan.pathspecs) as env:
         raw = run_git(["diff", "--cached", "--raw", "--no-abbrev", "--no-renames", "-z",
                        template.sanitized_sha], env=env).stdout.decode("utf-8", "replace")
     fields = raw.split("\0")
@@ -90,4 +201,18 @@ def workspace_changes(template: Template, workspace: Path, scratch: Path,
         if meta.startswith(":"):
             _, _, _, new_blob, status = meta[1:].split(" ")
             changes[path] = f"{status} {new_blob}"
+    for large in capture.large_files:
+        changes[large.path] = f"L {large.git_blob}"
     return changes
+
+
+def workspace_changes(template: Template, workspace: Path, scratch: Path, bounds: TreeBounds,
+                      exclude: Sequence[str] = ()) -> dict[str, str]:
+    """:func:`tree_changes` of the workspace as it is now (between two sessions):
+    captured first, like the final tree, so nothing in it is followed or opened."""
+    tree = scratch / f"phase-{secrets.token_hex(6)}"
+    try:
+        capture = capture_tree(workspace, tree, bounds)
+        return tree_changes(template, tree, capture, scratch, exclude)
+    finally:
+        remove_tree(tree)

@@ -6,7 +6,7 @@ import http.client
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,16 @@ def test_disconnect_before_and_during_stream() -> None:
     assert api.script_done and api.errors == []
 
 
+def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``condition`` until it holds or ``timeout`` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def test_stall_is_released_by_close() -> None:
     api = FakeAnthropic([stall()])
     sock = socket.create_connection((api.host, api.port), timeout=10)
@@ -175,8 +185,8 @@ def test_stall_is_released_by_close() -> None:
         + f"Content-Length: {len(payload)}\r\n\r\n".encode()
         + payload
     )
-    time.sleep(0.3)
-    assert api.requests[0].outcome == "stall"
+    # The server holds the request: wait for it to get there, not for a guessed delay.
+    assert wait_for(lambda: [r.outcome for r in api.requests] == ["stall"]), api.summary()
     started = time.monotonic()
     api.close()
     assert sock.recv(100) == b""

@@ -1,14 +1,109 @@
-"""Put on the path of the harness's judges (verify, oracle) by pytest-wfbench.
+"""Import rules for the harness's judges (verify, oracle), installed at
+interpreter start-up by pytest-wfbench, before any test code runs.
 
-Judges run with PYTHONSAFEPATH=1, so the working directory (the agent's
-workspace) is not searched first; it is appended here, last, so the project's
-own modules import while nothing in the workspace can shadow an installed
-package such as pytest.
+The workspace ($WFBENCH_JUDGE_WORKSPACE) is the arm's: every byte of it may be
+hostile. Here it can only ever provide the project's own modules:
+
+1. It is searched last: judges run with PYTHONSAFEPATH, so the working
+   directory is not first on the path; it is appended here.
+2. It holds no package metadata: distributions (and so entry points and
+   pytest plugins) are never looked for in it.
+3. It holds no bytecode: a workspace directory on the path imports source and
+   extension modules only, never a ``.pyc`` an arm left.
+4. For the oracle ($WFBENCH_JUDGE_IMPORTS names a JSON file), a workspace
+   directory on the path provides only the top-level names the project has
+   there at its base commit or that the gold patch adds, so a planted module
+   never satisfies an import that the interpreter, the standard library, pytest
+   or an installed package makes on its own.
 """
 
+from __future__ import annotations
+
+import json
 import os
 import sys
+from collections.abc import Iterable, Sequence
+from importlib.machinery import (
+    EXTENSION_SUFFIXES,
+    SOURCE_SUFFIXES,
+    ExtensionFileLoader,
+    FileFinder,
+    ModuleSpec,
+    PathFinder,
+    SourceFileLoader,
+)
+from types import ModuleType
+from typing import Any
 
-_cwd = os.getcwd()
-if _cwd not in sys.path:
-    sys.path.append(_cwd)
+_ROOT = os.environ.get("WFBENCH_JUDGE_WORKSPACE") or os.getcwd()
+_ALLOWED: dict[str, frozenset[str]] | None = None
+if os.environ.get("WFBENCH_JUDGE_IMPORTS"):
+    with open(os.environ["WFBENCH_JUDGE_IMPORTS"], encoding="utf-8") as _file:
+        _ALLOWED = {key: frozenset(names) for key, names in json.load(_file).items()}
+_INSIDE: dict[str, str | None] = {}
+
+
+def _under_root(path: str) -> bool:
+    return path == _ROOT or path.startswith(_ROOT + os.sep)
+
+
+def _workspace_dir(entry: str) -> str | None:
+    """The entry's directory relative to the workspace, or None outside it."""
+    if entry in _INSIDE:
+        return _INSIDE[entry]
+    absolute = os.path.abspath(entry or os.curdir)
+    real = os.path.realpath(absolute)
+    inside: str | None = None
+    for path in (absolute, real):
+        if _under_root(path):
+            relative = os.path.relpath(path, _ROOT)
+            inside = "" if relative == os.curdir else relative
+            break
+    _INSIDE[entry] = inside
+    return inside
+
+
+def _may_provide(entry: str, name: str) -> bool:
+    directory = _workspace_dir(entry)
+    if directory is None or _ALLOWED is None:
+        return True
+    return name in _ALLOWED.get(directory, ())
+
+
+class JudgePathFinder:
+    """sys.meta_path's path finder, with the workspace rules above."""
+
+    @classmethod
+    def find_spec(cls, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        if path is None:
+            path = [entry for entry in sys.path if _may_provide(entry, fullname)]
+        return PathFinder.find_spec(fullname, path, target)
+
+    @classmethod
+    def invalidate_caches(cls) -> None:
+        PathFinder.invalidate_caches()
+
+    @classmethod
+    def find_distributions(cls, context: Any = None) -> Iterable[Any]:
+        from importlib.metadata import DistributionFinder
+
+        context = context if context is not None else DistributionFinder.Context()
+        paths = [entry for entry in context.path if _workspace_dir(entry) is None]
+        return PathFinder.find_distributions(
+            DistributionFinder.Context(name=context.name, path=paths))
+
+
+def _workspace_hook(entry: str) -> FileFinder:
+    if _workspace_dir(entry) is None:
+        raise ImportError("not a workspace directory")
+    return FileFinder(entry, (SourceFileLoader, SOURCE_SUFFIXES),
+                      (ExtensionFileLoader, EXTENSION_SUFFIXES))
+
+
+sys.meta_path[:] = [JudgePathFinder if finder is PathFinder else finder
+                    for finder in sys.meta_path]
+sys.path_hooks.insert(0, _workspace_hook)
+sys.path_importer_cache.clear()
+if os.getcwd() not in sys.path:
+    sys.path.append(os.getcwd())

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import os
+import selectors
 import shutil
 import signal
 import subprocess
@@ -24,10 +26,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest_wfbench
+from pytest_wfbench.sandbox.limits import (
+    SIGXFSZ_EXITS,
+    Cgroups,
+    LimitHit,
+    TreeWatch,
+    apply_rlimits,
+    enter_cgroups_argv,
+    find_prlimit,
+    rlimit_args,
+)
+from pytest_wfbench.tasks import Limits
 
 WORKSPACE = "/workspace"
 SANDBOX_HOME = "/home/wfbench"
+COMMAND_FILE = "/run/wfbench/command"
 SANDBOX_UID = 1000
+# Bytes of each output stream a command keeps (its head and its tail).
+OUTPUT_CAP = 8 << 20
 # Read-only system paths; /etc is allowlisted file by file because, mapped to
 # the invoking user, the sandbox could otherwise read that user's files there.
 SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib32", "/lib64", "/sbin")
@@ -68,6 +84,12 @@ class CommandResult:
     stderr: str
     elapsed_s: float
     timed_out: bool
+    limit_hit: LimitHit | None = None
+    """A limit the command went over (the arm's failure), if any."""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    """What the command wrote in all; ``stdout`` and ``stderr`` keep at most
+    OUTPUT_CAP bytes each (its head and its tail)."""
 
     @property
     def ok(self) -> bool:
@@ -144,9 +166,10 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def _argv(
         self, command: str, *, workspace: Path, home: Path | None, writable: bool,
-        network: bool, mounts: Sequence[Mount],
-    ) -> list[str]:
-        """Overridden by each backend."""
+        network: bool, mounts: Sequence[Mount], limits: Limits,
+    ) -> tuple[list[str], tuple[int, ...]]:
+        """The command line, and the descriptors it is handed (closed here after
+        the start). Overridden by each backend."""
 
     @abc.abstractmethod
     def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
@@ -156,36 +179,160 @@ class Sandbox(abc.ABC):
         self, command: str, *, workspace: Path, home: Path | None = None,
         writable: bool = False, network: bool = False, timeout_s: float = 600.0,
         env: Mapping[str, str] | None = None, mounts: Sequence[Mount] = (),
-        stdin: bytes | None = None,
+        stdin: bytes | None = None, limits: Limits | None = None,
+        watch: Sequence[Path] = (),
     ) -> CommandResult:
-        """Run ``command`` with bash in the workspace; kill its whole process
-        tree when it ends or times out. ``home`` None gives an empty HOME."""
-        argv = self._argv(command, workspace=workspace, home=home, writable=writable,
-                          network=network, mounts=mounts)
+        """Run ``command`` with bash in the workspace, within ``limits``; kill its
+        whole process tree when it ends, times out or goes over a limit. ``home``
+        None gives an empty HOME; ``watch`` are the writable trees whose disk use
+        and number of files are watched while it runs."""
+        limits = limits or Limits()
+        argv, pass_fds = self._argv(command, workspace=workspace, home=home, writable=writable,
+                                    network=network, mounts=mounts, limits=limits)
+        available = self._cgroups()
+        cgroups = available.create(limits) if available is not None else None
+        prefix = enter_cgroups_argv(cgroups.procs_files()) if cgroups is not None else []
+        prlimit = find_prlimit()
+        prefix += rlimit_args(limits, prlimit, cgroups=cgroups is not None)
         started = time.monotonic()
-        process = subprocess.Popen(
-            argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env(home, env or {}),
-            cwd=workspace, start_new_session=True,
-        )
-        timed_out = False
         try:
-            out, err = process.communicate(stdin, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            process = subprocess.Popen(
+                [*prefix, *argv],
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env(home, env or {}),
+                cwd=workspace, start_new_session=True, pass_fds=pass_fds,
+                preexec_fn=apply_rlimits(limits, cgroups is not None) if prlimit is None else None,
+            )
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
+        hits: list[LimitHit] = []
+
+        def over_limit(hit: LimitHit) -> None:
+            hits.append(hit)
             _kill_group(process)
-            out, err = process.communicate()
-        except BaseException:
-            _kill_group(process)
-            process.wait()
-            raise
+
+        try:
+            with TreeWatch(list(watch), limits, over_limit) if watch else contextlib.nullcontext():
+                out, err, timed_out = _communicate(process, stdin, timeout_s)
         finally:
             _kill_group(process)
+            if cgroups is not None:
+                hit = cgroups.hit()
+                if hit is not None:
+                    hits.append(hit)
+                cgroups.remove()
+        if not hits and process.returncode in SIGXFSZ_EXITS:
+            hits.append(LimitHit("file_size", limits.file_size))
         return CommandResult(
-            returncode=process.returncode, stdout=out.decode("utf-8", "replace"),
-            stderr=err.decode("utf-8", "replace"), elapsed_s=time.monotonic() - started,
-            timed_out=timed_out,
+            returncode=process.returncode, stdout=out.text(), stderr=err.text(),
+            elapsed_s=time.monotonic() - started, timed_out=timed_out and not hits,
+            limit_hit=hits[0] if hits else None, stdout_bytes=out.total,
+            stderr_bytes=err.total,
         )
+
+    def _cgroups(self) -> Cgroups | None:
+        return _detected_cgroups()
+
+
+@functools.lru_cache(maxsize=1)
+def _detected_cgroups() -> Cgroups | None:
+    return Cgroups.detect()
+
+
+class _Capped:
+    """A stream's output: its head and tail, at most OUTPUT_CAP bytes in all."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = OUTPUT_CAP // 2 - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            del self.tail[: max(0, len(self.tail) - OUTPUT_CAP // 2)]
+
+    def text(self) -> str:
+        kept = len(self.head) + len(self.tail)
+        cut = f"\n[... {self.total - kept:,} bytes of output cut ...]\n" \
+            if self.total > kept else ""
+        return (self.head.decode("utf-8", "replace") + cut
+                + self.tail.decode("utf-8", "replace"))
+
+
+def _communicate(process: subprocess.Popen[bytes], stdin: bytes | None,
+                 timeout_s: float) -> tuple[_Capped, _Capped, bool]:
+    """Feed stdin and read both streams, keeping a bounded part of each, until
+    the process exits and its streams close, or the timeout."""
+    assert process.stdout is not None and process.stderr is not None
+    deadline = time.monotonic() + timeout_s
+    out, err = _Capped(), _Capped()
+    streams = {process.stdout.fileno(): out, process.stderr.fileno(): err}
+    pending = memoryview(stdin or b"")
+    with selectors.DefaultSelector() as selector:
+        for fd in streams:
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ)
+        if process.stdin is not None:
+            os.set_blocking(process.stdin.fileno(), False)
+            if pending:
+                selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
+            else:
+                process.stdin.close()
+        timed_out = False
+        while selector.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            for key, _ in selector.select(min(remaining, 1.0)):
+                fd = int(key.fd)
+                if fd in streams:
+                    try:
+                        chunk = os.read(fd, 1 << 16)
+                    except BlockingIOError:
+                        continue
+                    if chunk:
+                        streams[fd].add(chunk)
+                    else:
+                        selector.unregister(fd)
+                else:
+                    assert process.stdin is not None
+                    try:
+                        pending = pending[os.write(fd, pending[:1 << 16]):]
+                    except (BrokenPipeError, BlockingIOError) as exc:
+                        if isinstance(exc, BrokenPipeError):
+                            pending = memoryview(b"")
+                    if not pending:
+                        selector.unregister(fd)
+                        process.stdin.close()
+    if timed_out:
+        _kill_group(process)
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None and not stream.closed:
+            stream.close()
+    try:
+        process.wait(timeout=max(0.0, deadline - time.monotonic()) + 5)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        process.wait()
+        timed_out = True
+    return out, err, timed_out
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -233,27 +380,34 @@ class BubblewrapSandbox(Sandbox):
 
     def _argv(
         self, command: str, *, workspace: Path, home: Path | None, writable: bool,
-        network: bool, mounts: Sequence[Mount],
-    ) -> list[str]:
+        network: bool, mounts: Sequence[Mount], limits: Limits,
+    ) -> tuple[list[str], tuple[int, ...]]:
         argv = [
-            self.bwrap, "--die-with-parent", "--new-session", "--unshare-all",
+            "--die-with-parent", "--new-session", "--unshare-all",
             "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
             "--cap-drop", "ALL", "--hostname", "wfbench",
         ]
         if network:
             argv.append("--share-net")
         # /tmp first: the harness's own Python may live under the host's /tmp.
-        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        tmp_size = ["--size", str(limits.tmp)]
+        argv += ["--proc", "/proc", "--dev", "/dev", *tmp_size, "--tmpfs", "/tmp"]
         argv += self._system
         if home is not None:
             argv += ["--bind", str(home), SANDBOX_HOME]
         else:
-            argv += ["--tmpfs", SANDBOX_HOME]
+            argv += [*tmp_size, "--tmpfs", SANDBOX_HOME]
         argv += ["--bind" if writable else "--ro-bind", str(workspace), WORKSPACE]
         for mount in mounts:
             argv += ["--bind" if mount.writable else "--ro-bind", str(mount.host), mount.target]
-        argv += ["--chdir", WORKSPACE, "--", "/bin/bash", "-c", command]
-        return argv
+        # The options and the command go through descriptors: in the sandbox,
+        # /proc/*/cmdline shows neither the host paths of the mounts nor the command.
+        script = _memfd("wfbench-command", command.encode())
+        argv += ["--ro-bind-data", str(script), COMMAND_FILE, "--chdir", WORKSPACE]
+        options = _memfd("wfbench-bwrap-args",
+                         b"".join(os.fsencode(arg) + b"\0" for arg in argv))
+        return ([self.bwrap, "--args", str(options), "--", "/bin/bash", COMMAND_FILE],
+                (options, script))
 
     def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
         # bwrap itself gets the allowlisted environment; the command inherits it.
@@ -274,9 +428,9 @@ class HostSandbox(Sandbox):
 
     def _argv(
         self, command: str, *, workspace: Path, home: Path | None, writable: bool,
-        network: bool, mounts: Sequence[Mount],
-    ) -> list[str]:
-        return ["/bin/bash", "-c", command]
+        network: bool, mounts: Sequence[Mount], limits: Limits,
+    ) -> tuple[list[str], tuple[int, ...]]:
+        return ["/bin/bash", "-c", command], ()
 
     def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
         if home is None:

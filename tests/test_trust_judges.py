@@ -1,0 +1,324 @@
+"""Hostile arms against the judges: each plants something that, loaded by the
+oracle, would report the unfixed task as solved. None of them may resolve it.
+
+Every arm leaves ``add()`` broken. The planted code forges pytest's reports
+(every test "passed") when it runs inside the judge, so a cell that resolves
+means the plant was loaded; each test also shows, through the patch artifact,
+that the plant was really made.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_wfbench.judge.config import PROTECTED_NAMES, pytest_config_names
+from pytest_wfbench.judge.expected import (
+    Expectation,
+    judge_outcomes,
+    parse_outcomes,
+)
+from pytest_wfbench.judge.suspicion import scan_patch
+from tests.conftest import Suite, script_arm, task_yaml
+
+SuiteFactory = Callable[..., Suite]
+
+# A pytest plugin that reports every test as passed, wherever it is loaded
+# from (registered globally: a conftest's own hooks only see tests below it).
+FORGER_PLUGIN = '''
+import pytest
+
+
+class Forger:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        report.outcome = "passed"
+        report.longrepr = None
+        return report
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(Forger(), "forger")
+'''
+# Module code that forges pytest's reports once pytest is loaded, whoever
+# imports it (an import the interpreter or a library makes on its own).
+FORGER_AT_IMPORT = '''
+import builtins
+import sys
+
+_real_import = builtins.__import__
+
+
+def _forge(name, *args, **kwargs):
+    module = _real_import(name, *args, **kwargs)
+    reports = sys.modules.get("_pytest.reports")
+    if getattr(reports, "TestReport", None) is not None and not hasattr(reports, "forged"):
+        reports.forged = True
+        original = reports.TestReport.from_item_and_call.__func__
+
+        def forged(cls, item, call):
+            report = original(cls, item, call)
+            report.outcome = "passed"
+            report.longrepr = None
+            return report
+
+        reports.TestReport.from_item_and_call = classmethod(forged)
+    return module
+
+
+builtins.__import__ = _forge
+'''
+METADATA = "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"
+ENTRY_POINTS = "[pytest11]\nevil = evil_plugin\n"
+
+
+def heredoc(path: str, content: str) -> str:
+    return f"mkdir -p $(dirname {path})\ncat > {path} <<'WFBENCH_EOF'\n{content}\nWFBENCH_EOF\n"
+
+
+def nested_repo(path: str) -> str:
+    return (f"git -C {path} init -q && git -C {path} add -A && git -C {path} -c user.name=x "
+            f"-c user.email=x@x commit -qm plant\n")
+
+
+def dist_info(folder: str) -> str:
+    return (heredoc(f"{folder}/evil-1.0.dist-info/METADATA", METADATA)
+            + heredoc(f"{folder}/evil-1.0.dist-info/entry_points.txt", ENTRY_POINTS))
+
+
+PLANTS = {
+    # entry points found through metadata in the workspace
+    "distinfo-plain": dist_info(".") + heredoc("evil_plugin.py", FORGER_PLUGIN),
+    "distinfo-in-pycache": (
+        dist_info("__pycache__") + heredoc("__pycache__/evil_plugin.py", FORGER_PLUGIN)
+        + "ln -s __pycache__/evil-1.0.dist-info evil-1.0.dist-info\n"
+        + "ln -s __pycache__/evil_plugin.py evil_plugin.py\n"),
+    "distinfo-nested-repos": (
+        dist_info(".") + heredoc("evil_plugin/__init__.py", FORGER_PLUGIN)
+        + nested_repo("evil-1.0.dist-info") + nested_repo("evil_plugin")),
+    # a plugin named like the task's own, through metadata: -p would load it
+    "entry-point-hijack": (heredoc("hijack-1.0.dist-info/METADATA", METADATA)
+                           + heredoc("hijack-1.0.dist-info/entry_points.txt",
+                                     "[pytest11]\nxdist = evil_plugin\n")
+                           + heredoc("evil_plugin.py", FORGER_PLUGIN)),
+    # modules the standard library probes for on its own (copy.py: org.python.core)
+    "probe-org": heredoc("org/__init__.py", FORGER_AT_IMPORT),
+    "probe-msvcrt": heredoc("msvcrt.py", FORGER_AT_IMPORT),
+    # process exit at import, before any test ran: exit status 0
+    "exit-at-import": "printf 'import os\\nos._exit(0)\\n' >> calc.py\n",
+}
+
+
+def run_plants(pytester: pytest.Pytester, suite_factory: SuiteFactory,
+               plants: dict[str, str], *extra: str, **task: Any) -> Suite:
+    arms = {name: script_arm(step + "echo planted > loot.txt") for name, step in plants.items()}
+    oracle = {"command": "python -m pytest -q -p no:cacheprovider $WFBENCH_ORACLE_DIR "
+                         "tests/hidden", "files": "oracle/", "hidden_paths": ["tests/hidden/"],
+              **task.pop("oracle", {})}
+    suite = suite_factory(tasks=[task_yaml(oracle=oracle, **task)], arms=list(plants),
+                          arm_definitions=arms)
+    result = pytester.runpytest_subprocess(*suite.args(*extra))
+    assert len(suite.rows()) == len(plants), result.stdout.str()
+    return suite
+
+
+def assert_not_resolved(suite: Suite, arm: str) -> dict[str, Any]:
+    row = suite.row(f"fix-add-{arm}-r1")
+    patch = (suite.out / "artifacts" / f"fix-add-{arm}-r1.patch").read_text()
+    assert "+planted" in patch, f"{arm}: the plant did not run"
+    assert row["resolved"] is False, f"{arm}: resolved by a plant"
+    assert row["oracle_passed"] is False, f"{arm}: {row['error_kind']} {row['error_detail']}"
+    assert row["counted"] is True
+    return row
+
+
+def test_judges_load_no_plugin_and_no_probed_module_from_the_workspace(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    suite = run_plants(pytester, suite_factory, PLANTS, oracle={"plugins": ["xdist"]})
+    for arm in PLANTS:
+        assert_not_resolved(suite, arm)
+    # Hidden in cache folders or nested repositories, the plant still shows.
+    for arm in ("distinfo-in-pycache", "distinfo-nested-repos"):
+        patch = (suite.out / "artifacts" / f"fix-add-{arm}-r1.patch").read_text()
+        assert 'report.outcome = "passed"' in patch and "+[pytest11]" in patch, arm
+        assert suite.row(f"fix-add-{arm}-r1")["suspicious"], arm
+    nested = suite.row("fix-add-distinfo-nested-repos-r1")
+    assert any("nested repository" in note and "evil_plugin/.git" in note
+               for note in nested["evidence_notes"])
+    exited = suite.row("fix-add-exit-at-import-r1")
+    assert "ended before it finished" in exited["error_detail"] or \
+        "no test run" in exited["error_detail"]
+    assert any("process exit" in finding for finding in exited["suspicious"])
+
+
+def _config_text(name: str) -> str:
+    """A configuration file of this name that makes pytest load calc.py as a plugin."""
+    if name.endswith("pytest.toml"):
+        return '[pytest]\naddopts = ["-p", "calc"]\n'
+    if name == "pyproject.toml":
+        return '[tool.pytest.ini_options]\naddopts = "-p calc"\n'
+    if name == "setup.cfg":
+        return "[tool:pytest]\naddopts = -p calc\n"
+    if name.endswith(".ini"):
+        return "[pytest]\naddopts = -p calc\n"
+    raise AssertionError(f"pytest reads a configuration file this test does not know: {name}")
+
+
+def test_every_configuration_file_pytest_reads_is_reset_for_the_oracle(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """The names come from the installed pytest: a name a new release learns to
+    read is planted too (and this test says how to write it)."""
+    names = pytest_config_names()
+    assert {"pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"} <= set(names)
+    assert set(names) <= PROTECTED_NAMES
+    forged_calc = "def add(a, b):\n    return a - b\n" + FORGER_PLUGIN
+    plants = {
+        f"config-{name.strip('.').replace('.', '-')}":
+            heredoc(name, _config_text(name)) + heredoc("calc.py", forged_calc)
+            + "printf 'def double(x):\\n    return 2 * x\\n' >> calc.py\n"
+        for name in names
+    }
+    plants["conftest-at-root"] = heredoc("conftest.py", FORGER_PLUGIN)
+    plants["conftest-in-tests"] = heredoc("tests/hidden/conftest.py", FORGER_PLUGIN)
+    suite = run_plants(pytester, suite_factory, plants)
+    for arm in plants:
+        row = assert_not_resolved(suite, arm)
+        assert any("test configuration file" in f or "pytest hook" in f
+                   for f in row["suspicious"]), arm
+
+
+def test_an_oracle_that_only_collects_or_selects_nothing_fails(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """Exit status 0 is not enough: the expected tests must be reported passed."""
+    oracle_files = "$WFBENCH_ORACLE_DIR tests/hidden"
+    commands = {
+        "collect-only": f"python -m pytest -q --collect-only {oracle_files}",
+        "deselect-all": f"python -m pytest -q -k no_such_test {oracle_files}; true",
+        "one-of-two": "python -m pytest -q $WFBENCH_ORACLE_DIR",
+    }
+    expected = ["$WFBENCH_ORACLE_DIR/test_oracle.py::test_add",
+                "tests/hidden/test_hidden.py::test_add_hidden"]
+    tasks = [task_yaml(name, oracle={"command": command, "files": "oracle/", "expect": expected,
+                                     "hidden_paths": ["tests/hidden/"]})
+             for name, command in commands.items()]
+    suite = suite_factory(tasks=[*tasks, task_yaml("honest")], arms=["gold"])
+    pytester.runpytest_subprocess(*suite.args())
+    for name in commands:
+        row = suite.row(f"{name}-gold-r1")
+        assert row["resolved"] is False and row["error_kind"] == "oracle-failed", name
+    honest = suite.row("honest-gold-r1")
+    assert honest["resolved"] is True and honest["oracle_judged_by"] == "tests"
+    assert honest["oracle_tests_expected"] == 2
+
+
+def test_expected_tests_are_established_from_the_gold_patch_or_declared(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    broken_gold = {"oracle": {"command": "python -m pytest -q $WFBENCH_ORACLE_DIR",
+                              "files": "oracle/", "hidden_paths": ["tests/hidden/"]},
+                   "gold": "gold.patch"}
+    not_pytest = {"oracle": {"command": "test -f calc.py", "hidden_paths": ["tests/hidden/"]}}
+    declared = {"oracle": {"command": "test -f calc.py", "expect": "exit-code",
+                           "hidden_paths": ["tests/hidden/"]}}
+    suite = suite_factory(tasks=[task_yaml("gold-based", **broken_gold),
+                                 task_yaml("not-pytest", **not_pytest),
+                                 task_yaml("by-exit-code", **declared)],
+                          arms=["gold", "noop"])
+    pytester.runpytest_subprocess(*suite.args())
+    assert suite.row("gold-based-gold-r1")["oracle_tests_expected"] == 1
+    assert suite.row("gold-based-noop-r1")["error_kind"] == "oracle-failed"
+    for arm in ("gold", "noop"):
+        row = suite.row(f"not-pytest-{arm}-r1")
+        assert row["error_kind"] == "oracle-unavailable" and row["counted"] is False
+        assert "oracle.expect: exit-code" in row["error_detail"]
+    assert suite.row("by-exit-code-gold-r1")["oracle_judged_by"] == "exit-code"
+    report = (suite.out / "report.md").read_text()
+    assert "## Oracles judged by exit code alone" in report and "- by-exit-code" in report
+
+
+OUTCOME_LINES = {
+    "start": '{"event": "start", "collectonly": false}',
+    "collect": '{"event": "start", "collectonly": true}',
+    "pass_a": '{"id": "t::a", "when": "call", "outcome": "passed", "xfail": false}',
+    "pass_b": '{"id": "t::b", "when": "call", "outcome": "passed", "xfail": false}',
+    "fail_b_teardown": '{"id": "t::b", "when": "teardown", "outcome": "failed", "xfail": false}',
+    "xpass_b": '{"id": "t::b", "when": "call", "outcome": "passed", "xfail": true}',
+    "finish": '{"event": "finish", "exitstatus": 0}',
+}
+
+
+@pytest.mark.parametrize(("lines", "passed"), [
+    (["start", "pass_a", "pass_b", "finish"], True),
+    (["start", "pass_a", "pass_b"], False),  # os._exit before the end
+    (["collect", "finish"], False),
+    (["start", "pass_a", "finish"], False),  # b deselected
+    (["start", "pass_a", "pass_b", "fail_b_teardown", "finish"], False),
+    (["start", "pass_a", "xpass_b", "finish"], False),
+    ([], False),
+    (["start", "pass_a", "pass_b", "finish", "start"], False),  # a second run cut short
+])
+def test_judging_outcomes(lines: list[str], passed: bool) -> None:
+    outcomes = parse_outcomes("\n".join(OUTCOME_LINES[line] for line in lines) + "\nnoise\n")
+    expectation = Expectation("tests", frozenset({"t::a", "t::b"}))
+    assert judge_outcomes(outcomes, expectation, exit_ok=True)[0] is passed
+    assert judge_outcomes(outcomes, expectation, exit_ok=False)[0] is False
+
+
+def test_the_suspicion_scan_flags_reaching_into_the_judges_and_not_ordinary_code() -> None:
+    patch = textwrap.dedent('''\
+        diff --git a/calc.py b/calc.py
+        --- a/calc.py
+        +++ b/calc.py
+        @@ -1,2 +1,8 @@
+         def add(a, b):
+        -    return a - b
+        +    return a + b
+        +import os
+        +os._exit(0)
+        +value = os.environ.get("WFBENCH_ORACLE_DIR")
+        +open("/proc/self/environ").read()
+        +import builtins; builtins.print = None
+        diff --git a/conftest.py b/conftest.py
+        new file mode 100644
+        --- /dev/null
+        +++ b/conftest.py
+        @@ -0,0 +1,2 @@
+        +def pytest_runtest_makereport(item, call):
+        +    pass
+        ''')
+    findings = scan_patch(patch)
+    for reason in ("process exit or kill (calc.py:4)", "process exit at import (calc.py:4)",
+                   "the judge's environment variables (calc.py:5)", "reads /proc (calc.py:6)",
+                   "builtins patched (calc.py:7)", "test configuration file (conftest.py)",
+                   "pytest hook implementation (conftest.py:1)"):
+        assert reason in findings, (reason, findings)
+    for gold in (Path(__file__).parent.parent / "tasks" / "gold").glob("*.patch"):
+        assert scan_patch(gold.read_text()) == [], gold
+
+
+def test_suspicious_wins_are_listed_and_can_be_failed(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    sneaky = script_arm("sed -i 's/a - b/a + b/' calc.py\n"
+                        "printf 'import atexit\\natexit.register(print)\\n' >> calc.py")
+    suite = suite_factory(arms=["sneaky"], arm_definitions={"sneaky": sneaky})
+    result = pytester.runpytest_subprocess(*suite.args())
+    row = suite.row("fix-add-sneaky-r1")
+    assert row["resolved"] is True and row["suspicious"] == ["exit handlers (calc.py:7)"]
+    result.stdout.fnmatch_lines(["*1 resolved cells are suspicious*fix-add-sneaky-r1*"])
+    report = (suite.out / "report.md").read_text()
+    assert "## Suspicious wins" in report and "| fix-add-sneaky-r1 | resolved |" in report
+    suite.out = suite.root / "out-fail"
+    failed = pytester.runpytest_subprocess(*suite.args("--wfbench-suspicious", "fail"))
+    failed.assert_outcomes(failed=1)
+    row = suite.row("fix-add-sneaky-r1")
+    assert row["resolved"] is False and row["error_kind"] == "suspicious"
+    assert row["counted"] is True
