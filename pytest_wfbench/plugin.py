@@ -401,8 +401,8 @@ class SweepHooks:
         config.stash[ROWS_KEY] = rows
         sections = [*trust_sections(rows), *render_lanes(rows, read_environment(sweep.store))]
         sweep.store.write_text(REPORT, render_markdown(summary, sweep.provenance(rows), sections))
-        if summary.unusable and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        # An UNUSABLE arm has failures, each of them a pytest error: the sweep
+        # already exits non-zero, and the terminal names the arm.
         sweep.finish()
 
     def _record_unrun_cells(self, selected: dict[str, str]) -> None:

@@ -23,14 +23,19 @@ def pytest_runtest_call(item):
         os.kill(os.getpid(), signal.SIGKILL)
 '''
 RAISER = '''
-import pytest
+import pytest_wfbench.fixtures as fixtures
+
+run_verify = fixtures.run_verify
 
 
-@pytest.fixture(autouse=True)
-def explode(request):
-    yield
-    if "{victim}" in request.node.nodeid:
-        raise RuntimeError("boom inside the cell")
+def exploding_verify(task, sandbox, workspace):
+    if task.id == "{victim}":
+        raise RuntimeError("boom inside the verify stage")
+    return run_verify(task, sandbox, workspace)
+
+
+def pytest_configure(config):
+    fixtures.run_verify = exploding_verify
 '''
 
 
@@ -53,11 +58,15 @@ def test_killing_a_worker_keeps_finished_rows_exactly_once(pytester: pytest.Pyte
 def test_an_error_raised_inside_a_cell_keeps_every_row(pytester: pytest.Pytester) -> None:
     tasks = [task_yaml(f"task-{i}") for i in range(3)]
     suite = write_suite(pytester.path, tasks=tasks, arms=["gold"])
-    pytester.makeconftest(RAISER.format(victim="task-1-gold-r1"))
+    pytester.makeconftest(RAISER.format(victim="task-1"))
     result = pytester.runpytest_subprocess(*suite.args())
-    result.assert_outcomes(passed=3, errors=1)
+    result.assert_outcomes(passed=2, errors=1)
     counts = Counter(row["cell_id"] for row in suite.rows())
     assert counts == {"task-0-gold-r1": 1, "task-1-gold-r1": 1, "task-2-gold-r1": 1}
+    broken = suite.row("task-1-gold-r1")
+    assert broken["error_kind"] == "harness-error" and broken["counted"] is True
+    assert "verify: RuntimeError: boom inside the verify stage" in broken["error_detail"]
+    assert suite.row("task-2-gold-r1")["resolved"] is True
 
 
 INTERRUPTER = '''
