@@ -120,7 +120,10 @@ class PhaseReport:
     """The main loop's usage, as the CLI's ``usage``."""
     model_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per model, side calls and subagents included (the CLI's ``modelUsage``)."""
-    transcript: Path | None = None
+    transcript: str | None = None
+    """The session's transcript as the CLI left it in the agent's HOME (cut at
+    MAX_TRANSCRIPT_BYTES), or None when there is none."""
+    transcript_cut: bool = False
     skills_invoked: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
 

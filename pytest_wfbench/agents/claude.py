@@ -14,16 +14,19 @@ import os
 import re
 import shlex
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_wfbench.agents import AgentSettings, PhaseReport, PhaseRun
 from pytest_wfbench.sandbox import Mount
+from pytest_wfbench.workspace import fs
 
 PINNED_VERSION = "2.1.332"
 BRIDGE = Path(__file__).resolve().parent / "bridge" / "wfbench_bridge.py"
 BRIDGE_SOCKET = "/run/wfbench-api.sock"
 BRIDGE_PORT = 8765
+# A transcript past this is kept cut, with a note (the agent decides its size).
+MAX_TRANSCRIPT_BYTES = 64 << 20
 CLI_MOUNT = "/opt/wfbench/claude-code"
 # Without it the CLI waits on unreachable hosts for seconds per session.
 SESSION_ENV = {
@@ -59,22 +62,21 @@ def api_key_from_environment() -> str | None:
     return None
 
 
-def inside(path: Path, root: Path) -> bool:
-    """Whether ``path`` is a real file under ``root``: the sandbox HOME is the
-    agent's, and a symlink there must not make the harness read a host file."""
-    return not path.is_symlink() and path.resolve().is_relative_to(root.resolve())
-
-
 def transcript_slug(cwd: str) -> str:
     """How the CLI names a project folder: every non-alphanumeric character a dash."""
     return re.sub(r"[^A-Za-z0-9]", "-", cwd)
 
 
 def skills_invoked(transcript: Path) -> list[str]:
-    """Skills the transcript shows were invoked and launched without error."""
+    """Skills the transcript file shows were invoked and launched without error."""
+    return skills_invoked_in(transcript.read_text(encoding="utf-8", errors="replace"))
+
+
+def skills_invoked_in(transcript: str) -> list[str]:
+    """Skills a transcript's text shows were invoked and launched without error."""
     calls: dict[str, str] = {}
     launched: list[str] = []
-    for line in transcript.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in transcript.splitlines():
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
@@ -179,11 +181,14 @@ class ClaudeCodeAdapter:
         self._read_result(report, data)
         cwd = run.sandbox.workspace_path(run.workspace)
         if report.session_id:
-            transcript = (run.home / ".claude" / "projects" / transcript_slug(cwd) /
-                          f"{report.session_id}.jsonl")
-            if inside(transcript, run.home) and transcript.is_file():
-                report.transcript = transcript
-                report.skills_invoked = skills_invoked(transcript)
+            # The agent's HOME is its own: read without following any link, bounded.
+            relative = (PurePosixPath(".claude") / "projects" / transcript_slug(cwd)
+                        / f"{report.session_id}.jsonl")
+            content = fs.read_regular(run.home, relative, MAX_TRANSCRIPT_BYTES + 1)
+            if content is not None:
+                report.transcript_cut = len(content) > MAX_TRANSCRIPT_BYTES
+                report.transcript = content[:MAX_TRANSCRIPT_BYTES].decode("utf-8", "replace")
+                report.skills_invoked = skills_invoked_in(report.transcript)
         if log is not None:
             # What passed through the proxy is the evidence; the transcript (in the
             # agent's HOME) is kept as an artifact and compared.

@@ -158,8 +158,8 @@ def _account(result: SessionResult, report: PhaseReport, agent: AgentCell, cell:
     entry["required_skill"] = skill
     if report.transcript is not None:
         name = agent.store.write_artifact(
-            f"{cell.cell_id}.{report.name}.transcript.jsonl",
-            report.transcript.read_text(encoding="utf-8", errors="replace"))
+            f"{cell.cell_id}.{report.name}.transcript.jsonl", report.transcript)
+        entry["transcript_cut"] = report.transcript_cut
         result.artifacts.append(name)
         entry["transcript"] = name
     result.phases.append(entry)
