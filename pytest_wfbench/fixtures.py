@@ -35,9 +35,10 @@ from pytest_wfbench.session import SessionResult, run_session
 from pytest_wfbench.skills import SKILLS_DIR, install_skills
 from pytest_wfbench.sweep import Sweep
 from pytest_wfbench.verify import VerifyResult, run_verify
+from pytest_wfbench.workspace.capture import Capture, TreeLimitExceeded, capture_tree
 from pytest_wfbench.workspace.clone import make_clone
 from pytest_wfbench.workspace.evidence import diff_against_base
-from pytest_wfbench.workspace.fs import Capture, TreeLimitExceeded, capture_tree, remove_tree
+from pytest_wfbench.workspace.fs import remove_tree
 from pytest_wfbench.workspace.template import Template, TemplateError
 
 SWEEP_KEY = pytest.StashKey[Sweep]()

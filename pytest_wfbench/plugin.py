@@ -21,6 +21,7 @@ from pytest_wfbench.aggregate import Summary, summarize
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.fixtures import RECORD_KEY, SWEEP_KEY
 from pytest_wfbench.lanes.report import render_lanes, render_lanes_terminal
+from pytest_wfbench.options import add_options, options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
 from pytest_wfbench.report import (
     harness_error_lines,
@@ -32,44 +33,15 @@ from pytest_wfbench.report import (
 )
 from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, preflight
-from pytest_wfbench.session import DEFAULT_ADMITTED_OUTPUT_CHARS
 from pytest_wfbench.store import ENVIRONMENT, REPORT, read_environment, read_rows
 from pytest_wfbench.sweep import (
     AgentArmError,
     Sweep,
     SweepIdentity,
-    SweepOptions,
     load_sweep_files,
     suite_name,
 )
-from pytest_wfbench.tasks import DEFAULT_TIMEOUT_S, TaskFileError
-
-TASKS_HELP = "task file (YAML) to run as a sweep of cells; repeatable"
-ARMS_HELP = "comma-separated arms to run (default: each task file's 'arms')"
-RUNS_HELP = "runs per (task, arm) (default: 1)"
-OUT_HELP = "out dir for results.jsonl, report.md and artifacts (default: reports/<UTC>-<suite>/)"
-EXPENSIVE_HELP = "also run tasks marked expensive (otherwise they are collected as skips)"
-BASELINE_HELP = "arm that savings are computed against (default: 'baseline' when in the sweep)"
-UNSAFE_HELP = ("run cells on the host with NO containment (recorded in every row; refused "
-               "when CI is set)")
-ADMITTED_HELP = (f"characters of a step's output an agent is taken to read (default "
-                 f"{DEFAULT_ADMITTED_OUTPUT_CHARS})")
-KEEP_HELP = "keep each cell's workspace and the sweep's work dir for inspection"
-SECRET_ENV_HELP = "name of an environment variable whose value must be redacted; repeatable"
-MODEL_HELP = "model for agent arms (required when one is selected; recorded in every row)"
-EFFORT_HELP = "effort for agent sessions (the CLI's --effort: low, medium, high, xhigh, max)"
-TIMEOUT_HELP = (f"per-session timeout in seconds for tasks without 'timeout' "
-                f"(default {DEFAULT_TIMEOUT_S:g})")
-BASE_URL_HELP = "point agent sessions at this Anthropic-compatible endpoint"
-CLAUDE_HELP = ("the Claude Code CLI (default: .tools/claude-code, which make test installs, "
-               "then PATH)")
-PLUGIN_DIR_HELP = "the external plugin's directory for plugin arms (ce_workflow, ...)"
-AGENT_NETWORK_HELP = ("network of agent sessions: 'proxy-only' (default: nothing but the API "
-                      "proxy) or 'host' (the host's network too)")
-SEED_HELP = "shuffle the subjects' order per scenario run, reproducibly, with this seed"
-PLUGIN_VERSION_HELP = "the external plugin's exact version (checked against its plugin.json)"
-SUSPICIOUS_HELP = ("a resolved cell whose patch reaches into its judges: 'flag' (default: "
-                   "resolved, listed as suspicious) or 'fail' (counted as unresolved)")
+from pytest_wfbench.tasks import TaskFileError
 
 NOT_RUN = "not run: the sweep stopped before this cell"
 SUMMARY_KEY = pytest.StashKey[Summary]()
@@ -80,116 +52,7 @@ CELL_ID_RE = re.compile(r"::test_(?:cell|scenario)\[(?P<cell>[^\]]+)\]$")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the ``--wfbench-*`` options and their ini keys."""
-    group = parser.getgroup("wfbench", "agent workflow benchmarks (pytest-wfbench)")
-    group.addoption("--wfbench-tasks", action="append", default=[], metavar="FILE",
-                    help=TASKS_HELP)
-    group.addoption("--wfbench-arms", metavar="A,B", help=ARMS_HELP)
-    group.addoption("--wfbench-runs", metavar="N", help=RUNS_HELP)
-    group.addoption("--wfbench-out", metavar="DIR", help=OUT_HELP)
-    group.addoption("--wfbench-include-expensive", action="store_true", default=None,
-                    help=EXPENSIVE_HELP)
-    group.addoption("--wfbench-baseline-arm", metavar="NAME", help=BASELINE_HELP)
-    group.addoption("--wfbench-unsafe-no-sandbox", action="store_true", default=False,
-                    help=UNSAFE_HELP)
-    group.addoption("--wfbench-admitted-output-chars", metavar="N", help=ADMITTED_HELP)
-    group.addoption("--wfbench-keep-workspaces", action="store_true", default=False,
-                    help=KEEP_HELP)
-    group.addoption("--wfbench-secret-env", action="append", default=[], metavar="NAME",
-                    help=SECRET_ENV_HELP)
-    group.addoption("--wfbench-model", metavar="MODEL", help=MODEL_HELP)
-    group.addoption("--wfbench-effort", metavar="LEVEL", help=EFFORT_HELP)
-    group.addoption("--wfbench-timeout", metavar="SECONDS", help=TIMEOUT_HELP)
-    group.addoption("--wfbench-base-url", metavar="URL", help=BASE_URL_HELP)
-    group.addoption("--wfbench-claude", metavar="PATH", help=CLAUDE_HELP)
-    group.addoption("--wfbench-plugin-dir", metavar="DIR", help=PLUGIN_DIR_HELP)
-    group.addoption("--wfbench-plugin-version", metavar="VERSION", help=PLUGIN_VERSION_HELP)
-    group.addoption("--wfbench-random-seed", metavar="N", help=SEED_HELP)
-    group.addoption("--wfbench-agent-network", choices=("proxy-only", "host"),
-                    default="proxy-only", help=AGENT_NETWORK_HELP)
-    group.addoption("--wfbench-suspicious", choices=("flag", "fail"), help=SUSPICIOUS_HELP)
-    parser.addini("wfbench_arms", ARMS_HELP)
-    parser.addini("wfbench_model", MODEL_HELP)
-    parser.addini("wfbench_effort", EFFORT_HELP)
-    parser.addini("wfbench_timeout", TIMEOUT_HELP)
-    parser.addini("wfbench_base_url", BASE_URL_HELP)
-    parser.addini("wfbench_runs", RUNS_HELP)
-    parser.addini("wfbench_out", OUT_HELP)
-    parser.addini("wfbench_include_expensive", EXPENSIVE_HELP, type="bool", default=False)
-    parser.addini("wfbench_baseline_arm", BASELINE_HELP)
-    parser.addini("wfbench_admitted_output_chars", ADMITTED_HELP)
-    parser.addini("wfbench_secret_env", SECRET_ENV_HELP, type="args", default=[])
-    parser.addini("wfbench_suspicious", SUSPICIOUS_HELP)
-
-
-def _setting(config: pytest.Config, name: str) -> Any:
-    """Command line first, then the ini file."""
-    value = config.getoption(f"wfbench_{name}")
-    return value if value is not None else (config.getini(f"wfbench_{name}") or None)
-
-
-def _positive_int(config: pytest.Config, name: str, default: int) -> int:
-    raw = _setting(config, name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        flag = f"--wfbench-{name.replace('_', '-')}"
-        raise pytest.UsageError(f"{flag} (or ini wfbench_{name}) must be a positive whole "
-                                f"number, got {raw!r}")
-    return value
-
-
-def options_from_config(config: pytest.Config) -> SweepOptions:
-    arms = _setting(config, "arms")
-    out = _setting(config, "out")
-    root = config.invocation_params.dir
-    return SweepOptions(
-        task_paths=tuple((root / p).resolve() for p in config.getoption("wfbench_tasks")),
-        arms=tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else None,
-        runs=_positive_int(config, "runs", 1),
-        out_dir=(root / out).resolve() if out else None,
-        include_expensive=bool(_setting(config, "include_expensive")),
-        baseline_arm=_setting(config, "baseline_arm"),
-        unsafe_no_sandbox=bool(config.getoption("wfbench_unsafe_no_sandbox")),
-        admitted_output_chars=_positive_int(config, "admitted_output_chars",
-                                            DEFAULT_ADMITTED_OUTPUT_CHARS),
-        keep_workspaces=bool(config.getoption("wfbench_keep_workspaces")),
-        secret_env=(*config.getoption("wfbench_secret_env"),
-                    *config.getini("wfbench_secret_env")),
-        model=_setting(config, "model"),
-        effort=_setting(config, "effort"),
-        default_timeout_s=float(_positive_int(config, "timeout", int(DEFAULT_TIMEOUT_S))),
-        base_url=_setting(config, "base_url"),
-        claude=config.getoption("wfbench_claude"),
-        plugin_dir=config.getoption("wfbench_plugin_dir"),
-        plugin_version=config.getoption("wfbench_plugin_version"),
-        rootdir=config.rootpath,
-        random_seed=_seed(config),
-        agent_network=config.getoption("wfbench_agent_network"),
-        suspicious=_choice(config, "suspicious", ("flag", "fail"), "flag"),
-    )
-
-
-def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default: str) -> str:
-    value = _setting(config, name) or default
-    if value not in choices:
-        raise pytest.UsageError(f"ini wfbench_{name} must be one of {', '.join(choices)}, "
-                                f"got {value!r}")
-    return str(value)
-
-
-def _seed(config: pytest.Config) -> int | None:
-    raw = config.getoption("wfbench_random_seed")
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise pytest.UsageError(
-            f"--wfbench-random-seed must be a whole number, got {raw!r}") from None
+    add_options(parser)
 
 
 def is_controller(config: pytest.Config) -> bool:

@@ -44,7 +44,8 @@ from pytest_wfbench.tasks import (
     TaskFile,
     load_task_files,
 )
-from pytest_wfbench.workspace.fs import TreeBounds, remove_tree
+from pytest_wfbench.workspace.capture import TreeBounds
+from pytest_wfbench.workspace.fs import remove_tree
 from pytest_wfbench.workspace.template import TemplateCache
 
 

@@ -21,8 +21,8 @@ from pytest_wfbench.session import SessionResult
 from pytest_wfbench.skills import SKILLS_DIR, fingerprint, read_only_mount
 from pytest_wfbench.store import ResultsStore
 from pytest_wfbench.tasks import Limits
+from pytest_wfbench.workspace.capture import TreeBounds
 from pytest_wfbench.workspace.evidence import workspace_changes
-from pytest_wfbench.workspace.fs import TreeBounds
 from pytest_wfbench.workspace.template import Template
 
 PLUGIN_MOUNT = "/opt/wfbench/plugins"

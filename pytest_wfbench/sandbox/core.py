@@ -14,9 +14,7 @@ import abc
 import contextlib
 import functools
 import os
-import selectors
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,14 +34,13 @@ from pytest_wfbench.sandbox.limits import (
     find_prlimit,
     rlimit_args,
 )
+from pytest_wfbench.sandbox.process import communicate, kill_group
 from pytest_wfbench.tasks import Limits
 
 WORKSPACE = "/workspace"
 SANDBOX_HOME = "/home/wfbench"
 COMMAND_FILE = "/run/wfbench/command"
 SANDBOX_UID = 1000
-# Bytes of each output stream a command keeps (its head and its tail).
-OUTPUT_CAP = 8 << 20
 # Read-only system paths; /etc is allowlisted file by file because, mapped to
 # the invoking user, the sandbox could otherwise read that user's files there.
 SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib32", "/lib64", "/sbin")
@@ -210,13 +207,13 @@ class Sandbox(abc.ABC):
 
         def over_limit(hit: LimitHit) -> None:
             hits.append(hit)
-            _kill_group(process)
+            kill_group(process)
 
         try:
             with TreeWatch(list(watch), limits, over_limit) if watch else contextlib.nullcontext():
-                out, err, timed_out = _communicate(process, stdin, timeout_s)
+                out, err, timed_out = communicate(process, stdin, timeout_s)
         finally:
-            _kill_group(process)
+            kill_group(process)
             if cgroups is not None:
                 hit = cgroups.hit()
                 if hit is not None:
@@ -240,92 +237,6 @@ def _detected_cgroups() -> Cgroups | None:
     return Cgroups.detect()
 
 
-class _Capped:
-    """A stream's output: its head and tail, at most OUTPUT_CAP bytes in all."""
-
-    def __init__(self) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = OUTPUT_CAP // 2 - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            del self.tail[: max(0, len(self.tail) - OUTPUT_CAP // 2)]
-
-    def text(self) -> str:
-        kept = len(self.head) + len(self.tail)
-        cut = f"\n[... {self.total - kept:,} bytes of output cut ...]\n" \
-            if self.total > kept else ""
-        return (self.head.decode("utf-8", "replace") + cut
-                + self.tail.decode("utf-8", "replace"))
-
-
-def _communicate(process: subprocess.Popen[bytes], stdin: bytes | None,
-                 timeout_s: float) -> tuple[_Capped, _Capped, bool]:
-    """Feed stdin and read both streams, keeping a bounded part of each, until
-    the process exits and its streams close, or the timeout."""
-    assert process.stdout is not None and process.stderr is not None
-    deadline = time.monotonic() + timeout_s
-    out, err = _Capped(), _Capped()
-    streams = {process.stdout.fileno(): out, process.stderr.fileno(): err}
-    pending = memoryview(stdin or b"")
-    with selectors.DefaultSelector() as selector:
-        for fd in streams:
-            os.set_blocking(fd, False)
-            selector.register(fd, selectors.EVENT_READ)
-        if process.stdin is not None:
-            os.set_blocking(process.stdin.fileno(), False)
-            if pending:
-                selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
-            else:
-                process.stdin.close()
-        timed_out = False
-        while selector.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            for key, _ in selector.select(min(remaining, 1.0)):
-                fd = int(key.fd)
-                if fd in streams:
-                    try:
-                        chunk = os.read(fd, 1 << 16)
-                    except BlockingIOError:
-                        continue
-                    if chunk:
-                        streams[fd].add(chunk)
-                    else:
-                        selector.unregister(fd)
-                else:
-                    assert process.stdin is not None
-                    try:
-                        pending = pending[os.write(fd, pending[:1 << 16]):]
-                    except (BrokenPipeError, BlockingIOError) as exc:
-                        if isinstance(exc, BrokenPipeError):
-                            pending = memoryview(b"")
-                    if not pending:
-                        selector.unregister(fd)
-                        process.stdin.close()
-    if timed_out:
-        _kill_group(process)
-    for stream in (process.stdin, process.stdout, process.stderr):
-        if stream is not None and not stream.closed:
-            stream.close()
-    try:
-        process.wait(timeout=max(0.0, deadline - time.monotonic()) + 5)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        process.wait()
-        timed_out = True
-    return out, err, timed_out
-
-
 def _memfd(name: str, data: bytes) -> int:
     fd = os.memfd_create(name, 0)
     view = memoryview(data)
@@ -333,11 +244,6 @@ def _memfd(name: str, data: bytes) -> int:
         view = view[os.write(fd, view):]
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 class BubblewrapSandbox(Sandbox):
@@ -446,26 +352,3 @@ def make_sandbox(policy: SandboxPolicy, scratch: Path, *, unsafe_host: bool) -> 
     if bwrap is None:
         raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}")
     return BubblewrapSandbox(policy, scratch, bwrap)
-
-
-def preflight(sandbox: Sandbox, scratch: Path) -> None:
-    """Check, before any cell runs, that the sandbox starts, isolates and runs Python."""
-    workspace = Path(tempfile.mkdtemp(prefix="preflight-", dir=scratch))
-    try:
-        expected_cwd = sandbox.workspace_path(workspace)
-        started = sandbox.run('test "$(pwd)" = "$WFBENCH_PREFLIGHT_CWD" && touch probe',
-                              workspace=workspace, writable=True, timeout_s=60,
-                              env={"WFBENCH_PREFLIGHT_CWD": expected_cwd})
-        if not started.ok or not (workspace / "probe").exists():
-            raise SandboxUnavailable(
-                f"the {sandbox.backend} sandbox does not start here (exit "
-                f"{started.returncode}): {started.tail(800) or 'no output'}; {INSTALL_HINT}")
-        python = sandbox.run('python -c "import sys; print(sys.version_info[0])"',
-                             workspace=workspace, timeout_s=60)
-        if not python.ok or python.stdout.strip() != "3":
-            raise SandboxUnavailable(
-                f"the harness's Python ({sys.executable}) does not run in the "
-                f"{sandbox.backend} sandbox (exit {python.returncode}): "
-                f"{python.tail(800) or 'no output'}")
-    finally:
-        shutil.rmtree(workspace, ignore_errors=True)

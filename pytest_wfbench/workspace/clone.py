@@ -20,19 +20,6 @@ def copy_tree(source: Path, target: Path) -> None:
         raise OSError(f"copying {source} failed: {result.stderr.decode(errors='replace')}")
 
 
-def real_directories(root: Path, relative: Path) -> Path:
-    """``root / relative`` as real directories: any component the agent left as a
-    symlink or a file is replaced, so the harness never writes through a link
-    to somewhere outside the judged copy."""
-    current = root
-    for part in relative.parts:
-        current = current / part
-        if current.is_symlink() or (current.exists() and not current.is_dir()):
-            current.unlink()
-        current.mkdir(exist_ok=True)
-    return current
-
-
 def make_clone(template: Template, cell_dir: Path) -> Path:
     """The cell's workspace, a writable copy of the sanitized template."""
     workspace = cell_dir / "workspace"

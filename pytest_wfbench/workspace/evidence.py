@@ -1,7 +1,7 @@
 """Evidence (SPEC §3, step 8): churn against the sanitized base and the final patch.
 
 The diff is taken of the tree the harness captured from the workspace
-(:func:`~pytest_wfbench.workspace.fs.capture_tree`), never of the workspace
+(:func:`~pytest_wfbench.workspace.capture.capture_tree`), never of the workspace
 itself, with the template's trusted git dir and a private index: the
 workspace's own ``.git``, ``.gitmodules``, attributes and ignore files change
 nothing of what git does or reads. Nested repositories were captured as plain
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_wfbench.git import run_git
-from pytest_wfbench.workspace.fs import Capture, TreeBounds, capture_tree, remove_tree
+from pytest_wfbench.workspace.capture import Capture, TreeBounds, capture_tree
+from pytest_wfbench.workspace.fs import remove_tree
 from pytest_wfbench.workspace.template import Template
 
 # The tree's own .gitattributes must not change what the evidence sees

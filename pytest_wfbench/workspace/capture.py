@@ -1,0 +1,199 @@
+"""Capture: the harness reads an arm's workspace once, after its session, by
+copying it into a tree of its own; judging and evidence work on that copy.
+
+Directories, regular files (contents and the executable bit) and symlinks (as
+links, never followed) are copied through :mod:`.fs`'s no-follow descriptors;
+special files and nested repositories' ``.git`` are left out and listed; the
+walk stops at bounds of entries, bytes, depth and time, which are the task's
+limits (going over one is the arm's failure).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_wfbench.workspace.fs import (
+    CHUNK,
+    O_CREATE,
+    O_DIR,
+    open_file,
+    open_relative,
+    open_root,
+)
+
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class TreeBounds:
+    """How much of an arm's tree the harness is willing to read."""
+
+    max_entries: int = 200_000
+    max_bytes: int = 4 * GIB
+    max_depth: int = 256
+    deadline_s: float = 300.0
+    summarize_over_bytes: int = 1 << 20
+    """Files larger than this are digested while copied, so the evidence can
+    summarize them by size and digest instead of putting them in the patch."""
+
+
+class TreeLimitExceeded(Exception):
+    """The tree is beyond a bound: the arm's doing (a counted failure)."""
+
+    def __init__(self, limit: str, value: float, detail: str) -> None:
+        super().__init__(detail)
+        self.limit = limit
+        self.value = value
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class LargeFile:
+    path: str
+    size: int
+    sha256: str
+    git_blob: str
+    executable: bool
+
+
+@dataclass
+class Capture:
+    """What :func:`capture_tree` copied and what it left out, and why."""
+
+    entries: int = 0
+    bytes: int = 0
+    special_files: list[str] = field(default_factory=list)
+    """FIFOs, sockets and devices: never opened, not copied."""
+    nested_git: list[str] = field(default_factory=list)
+    """``.git`` directories or ``gitdir:`` files below the top: not copied, so the
+    nested repository's files show as files and no git command reads them."""
+    large_files: list[LargeFile] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)
+    """Every symlink copied, with its target as written."""
+    directories: dict[str, list[str]] = field(default_factory=dict)
+    """Directory names (by name) where they occur, for the caches the evidence leaves out."""
+
+
+def _copy_file(src_fd: int, dst_fd: int, size: int, digest: bool) -> tuple[str, str] | None:
+    """Copy ``size`` bytes; with ``digest``, return the content's sha256 and git blob id."""
+    if not digest:
+        remaining = size
+        try:
+            while remaining > 0:
+                copied = os.copy_file_range(src_fd, dst_fd, min(remaining, 64 * CHUNK))
+                if copied == 0:
+                    break
+                remaining -= copied
+            return None
+        except OSError:
+            os.lseek(src_fd, 0, os.SEEK_SET)
+            os.lseek(dst_fd, 0, os.SEEK_SET)
+            os.ftruncate(dst_fd, 0)
+    sha256 = hashlib.sha256()
+    blob = hashlib.sha1(f"blob {size}\0".encode(), usedforsecurity=False)
+    remaining = size
+    while remaining > 0:
+        chunk = os.read(src_fd, min(CHUNK, remaining))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(dst_fd, view):]
+        sha256.update(chunk)
+        blob.update(chunk)
+    return (sha256.hexdigest(), blob.hexdigest()) if digest else None
+
+
+def capture_tree(source: Path, target: Path, bounds: TreeBounds) -> Capture:
+    """Copy the arm's tree at ``source`` into a new directory ``target``:
+    directories, regular files (contents and the executable bit) and symlinks
+    (as links, never followed). The top-level ``.git`` is left out (the
+    harness has its own history of the base); nested repositories' ``.git``
+    entries and special files are left out and listed. Raises
+    :class:`TreeLimitExceeded` past a bound."""
+    capture = Capture()
+    started = time.monotonic()
+    target.mkdir(mode=0o700)
+    src_root = open_root(source)
+    dst_root = os.open(target, O_DIR)
+    try:
+        queue: list[tuple[str, ...]] = [()]
+        while queue:
+            parts = queue.pop()
+            if len(parts) > bounds.max_depth:
+                raise TreeLimitExceeded("depth", bounds.max_depth, "the workspace is nested "
+                                        f"deeper than {bounds.max_depth} levels")
+            if time.monotonic() - started > bounds.deadline_s:
+                raise TreeLimitExceeded("time", bounds.deadline_s, "reading the workspace took "
+                                        f"over {bounds.deadline_s:g}s")
+            src = open_relative(src_root, parts)
+            dst = open_relative(dst_root, parts)
+            try:
+                with os.scandir(src) as listing:
+                    entries = sorted(listing, key=lambda e: e.name)
+                for entry in entries:
+                    capture.entries += 1
+                    if capture.entries > bounds.max_entries:
+                        raise TreeLimitExceeded("files", bounds.max_entries, "the workspace "
+                                                f"holds more than {bounds.max_entries:,} entries")
+                    relative = "/".join((*parts, entry.name))
+                    if entry.name == ".git":
+                        if parts:
+                            capture.nested_git.append(relative)
+                        continue
+                    info = entry.stat(follow_symlinks=False)
+                    mode = info.st_mode
+                    if stat.S_ISDIR(mode):
+                        os.mkdir(entry.name, 0o755, dir_fd=dst)
+                        queue.append((*parts, entry.name))
+                        capture.directories.setdefault(entry.name, []).append(relative)
+                    elif stat.S_ISLNK(mode):
+                        link_target = os.readlink(entry.name, dir_fd=src)
+                        os.symlink(link_target, entry.name, dir_fd=dst)
+                        capture.links.append((relative, link_target))
+                    elif stat.S_ISREG(mode):
+                        _capture_file(entry.name, relative, info.st_size, src, dst, bounds,
+                                      capture)
+                    else:
+                        capture.special_files.append(relative)
+            finally:
+                os.close(src)
+                os.close(dst)
+    finally:
+        os.close(src_root)
+        os.close(dst_root)
+    capture.special_files.sort()
+    capture.nested_git.sort()
+    return capture
+
+
+def _capture_file(name: str, relative: str, size: int, src: int, dst: int,
+                  bounds: TreeBounds, capture: Capture) -> None:
+    capture.bytes += size
+    if capture.bytes > bounds.max_bytes:
+        raise TreeLimitExceeded("disk", bounds.max_bytes, "the workspace holds more than "
+                                f"{bounds.max_bytes:,} bytes of files")
+    file_fd = open_file(name, src)
+    try:
+        info = os.fstat(file_fd)
+        if not stat.S_ISREG(info.st_mode):
+            capture.special_files.append(relative)
+            return
+        executable = bool(info.st_mode & 0o111)
+        out = os.open(name, O_CREATE, 0o755 if executable else 0o644, dir_fd=dst)
+        try:
+            large = info.st_size > bounds.summarize_over_bytes
+            digests = _copy_file(file_fd, out, info.st_size, digest=large)
+        finally:
+            os.close(out)
+        if digests is not None:
+            capture.large_files.append(LargeFile(relative, info.st_size, digests[0],
+                                                 digests[1], executable))
+    finally:
+        os.close(file_fd)
