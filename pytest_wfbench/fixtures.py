@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -38,12 +38,13 @@ from pytest_wfbench.verify import VerifyResult, run_verify
 from pytest_wfbench.workspace.capture import Capture, TreeLimitExceeded, capture_tree
 from pytest_wfbench.workspace.clone import make_clone
 from pytest_wfbench.workspace.evidence import diff_against_base
-from pytest_wfbench.workspace.fs import remove_tree
+from pytest_wfbench.workspace.fs import read_regular, remove_tree
 from pytest_wfbench.workspace.template import Template, TemplateError
 
 SWEEP_KEY = pytest.StashKey[Sweep]()
 RECORD_KEY = pytest.StashKey[CellRecord]()
 AFTER_SESSION = "evidence-tampered"
+MAX_SCANNED_BYTES = 16 << 20
 
 
 @contextmanager
@@ -287,8 +288,21 @@ def wfbench_evidence(
         record.diff_deletions = churn.deletions
         record.artifacts.append(name)
         record.evidence_notes = list(churn.notes)
-        record.suspicious = scan_patch(churn.patch.decode("utf-8", "replace"), churn.notes)
+        record.suspicious = scan_patch(churn.patch.decode("utf-8", "replace"), churn.notes,
+                                       large_sources(wfbench_final, churn.large_changed))
     return record
+
+
+def large_sources(final: FinalTree, changed: tuple[str, ...]) -> dict[str, str]:
+    """The text of changed Python sources too large for the patch (read from the
+    captured tree, up to MAX_SCANNED_BYTES), so the suspicion scan reads them too."""
+    sources = {}
+    for large in final.capture.large_files:
+        if large.path.endswith((".py", ".pyw", ".pth")) and any(
+                f": {large.path} (" in note for note in changed):
+            content = read_regular(final.path, PurePosixPath(large.path), MAX_SCANNED_BYTES)
+            sources[large.path] = (content or b"").decode("utf-8", "replace")
+    return sources
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import secrets
 import shutil
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from pytest_wfbench.judge.environment import (
 from pytest_wfbench.judge.expected import (
     EXIT_CODE,
     Expectation,
+    Outcomes,
     expectation_from_run,
     judge_outcomes,
     parse_outcomes,
@@ -88,7 +90,7 @@ def _import_rules(template_path: Path, hidden_store: Path, gold: Path | None) ->
 class _Run:
     exit_ok: bool
     timed_out: bool
-    outcomes: str
+    outcomes: Outcomes
 
 
 def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,
@@ -134,18 +136,30 @@ def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sand
     mounts += [judge_mount, reports_mount]
     judge_dir = sandbox.mount_path(judge_mount)
     config = f"{workspace}/{config_name}" if config_name else f"{judge_dir}/pytest.ini"
-    env.update({"WFBENCH_JUDGE_IMPORTS": f"{judge_dir}/imports.json",
-                "WFBENCH_JUDGE_OUTCOMES": f"{sandbox.mount_path(reports_mount)}/outcomes.jsonl"})
-    exit_code_only = task.oracle.exit_code_only
+    env["WFBENCH_JUDGE_IMPORTS"] = f"{judge_dir}/imports.json"
     env = judge_env(workspace, task.oracle.plugins,
-                    extra_addopts=(*oracle_addopts(workspace, config, not exit_code_only),
-                                   *addopts),
-                    extra=env)
-    result = sandbox.run(task.oracle.command, workspace=tree, writable=False, network=False,
-                         timeout_s=task.timeout_s, env=env, mounts=mounts)
+                    extra_addopts=(*oracle_addopts(workspace, config), *addopts), extra=env)
+    key = secrets.token_bytes(32)
+    inherit: tuple[int, ...] = ()
+    if not task.oracle.exit_code_only:
+        # The reporter's key reaches the judge through a descriptor its
+        # sitecustomize reads and closes before any other code runs.
+        key_fd = os.memfd_create("wfbench-judge-key", 0)
+        os.write(key_fd, key)
+        inherit = (key_fd,)
+        reports_dir = sandbox.mount_path(reports_mount)
+        env.update({"WFBENCH_JUDGE_KEY_FD": str(key_fd),
+                    "WFBENCH_JUDGE_OUTCOMES": f"{reports_dir}/outcomes.jsonl"})
+    try:
+        result = sandbox.run(task.oracle.command, workspace=tree, writable=False, network=False,
+                             timeout_s=task.timeout_s, env=env, mounts=mounts,
+                             inherit_fds=inherit)
+    finally:
+        for fd in inherit:
+            os.close(fd)
     outcomes = fs.read_regular(reports, PurePosixPath("outcomes.jsonl"), MAX_OUTCOMES_BYTES)
     return _Run(exit_ok=result.ok, timed_out=result.timed_out,
-                outcomes=(outcomes or b"").decode("utf-8", "replace"))
+                outcomes=parse_outcomes((outcomes or b"").decode("utf-8", "replace"), key))
 
 
 def run_oracle(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,
@@ -159,7 +173,7 @@ def run_oracle(task: Task, snapshot: OracleSnapshot, template: Template, sandbox
         fs.remove_tree(stage)
         if stage.exists():
             raise CellFailure("cleanup-failure", "the staged oracle could not be erased")
-    passed, detail = judge_outcomes(parse_outcomes(run.outcomes), expectation, run.exit_ok)
+    passed, detail = judge_outcomes(run.outcomes, expectation, run.exit_ok)
     if run.timed_out:
         detail = f"the hidden oracle timed out after {task.timeout_s:g}s"
     expected = len(expectation.tests) if expectation.judged_by != EXIT_CODE else None
@@ -222,6 +236,6 @@ class ExpectationCache:
             addopts = () if task.gold is not None else ("--collect-only",)
             run = _run(task, snapshot, template, self.sandbox, tree, stage, addopts)
             source = "gold" if task.gold is not None else "base collection"
-            return expectation_from_run(parse_outcomes(run.outcomes), run.exit_ok, source)
+            return expectation_from_run(run.outcomes, run.exit_ok, source)
         finally:
             fs.remove_tree(scratch)

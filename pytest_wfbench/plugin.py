@@ -33,7 +33,13 @@ from pytest_wfbench.report import (
 )
 from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, preflight
-from pytest_wfbench.store import ENVIRONMENT, REPORT, read_environment, read_rows
+from pytest_wfbench.store import (
+    ENVIRONMENT,
+    REPORT,
+    read_environment,
+    read_rows,
+    recorded_cell_ids,
+)
 from pytest_wfbench.sweep import (
     AgentArmError,
     Sweep,
@@ -271,8 +277,7 @@ class SweepHooks:
     def _record_unrun_cells(self, selected: dict[str, str]) -> None:
         """Cells selected but without a row (the sweep stopped, or the worker
         running one died): never silent absence."""
-        recorded = {row["cell_id"] for row in read_rows(self.sweep.store.results,
-                                                        self.sweep.sweep_id)}
+        recorded = recorded_cell_ids(self.sweep.store.results, self.sweep.sweep_id)
         by_id = self.sweep.all_cells()
         pending: list[tuple[AnyCell, CellRecord]] = []
         for cell_id, nodeid in selected.items():

@@ -18,9 +18,11 @@ REDACTED = "[REDACTED]"
 # Shorter values would redact ordinary words; keys and tokens are far longer.
 MIN_SECRET_LENGTH = 8
 # Every C0 and C1 control character but newline and tab (ESC, CR, BEL, CSI, ...),
-# DEL, and the Unicode bidirectional controls: without them no escape sequence
-# can act, and what is left of it reads as text.
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# DEL, the Unicode bidirectional controls and line separators (which split lines
+# for readers that honour them): without them no escape sequence can act, and
+# what is left of it reads as text.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                     "\u2028\u2029\u2066-\u2069]")
 
 
 def _visible(match: re.Match[str]) -> str:

@@ -36,9 +36,14 @@ def fmt_pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.1f}%"
 
 
+def _cell(text: str) -> str:
+    """A table cell that stays one cell: no pipe or line break of the text ends it."""
+    return text.replace("|", "\\|").replace("\r", "\\r").replace("\n", "\\n")
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
     return lines
 
 

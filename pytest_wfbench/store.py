@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -75,14 +76,31 @@ def read_rows(path: Path, sweep_id: str | None = None) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # Lines end at "\n" only: str.splitlines() also splits at U+2028 and other
+    # separators an arm's text could carry, and would lose the row.
+    for line in path.read_bytes().split(b"\n"):
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError):
             continue
-        if sweep_id is None or row.get("sweep_id") == sweep_id:
+        if isinstance(row, dict) and (sweep_id is None or row.get("sweep_id") == sweep_id):
             rows.append(row)
     return rows
+
+
+CELL_ID_IN_LINE = re.compile(rb'"cell_id": "([^"\\]+)"')
+
+
+def recorded_cell_ids(path: Path, sweep_id: str) -> set[str]:
+    """Cells that have a row of this sweep, counting lines that do not parse (a
+    process killed mid-write): such a cell is never given a second row."""
+    recorded = {str(row["cell_id"]) for row in read_rows(path, sweep_id)}
+    if path.exists():
+        for line in path.read_bytes().split(b"\n"):
+            if sweep_id.encode() in line:
+                recorded.update(match.decode("utf-8", "replace")
+                                for match in CELL_ID_IN_LINE.findall(line))
+    return recorded
 
 
 def read_environment(store: ResultsStore) -> dict[str, Any] | None:

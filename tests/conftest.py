@@ -73,7 +73,7 @@ class Suite:
         path = self.out / "results.jsonl"
         if not path.exists():
             return []
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return [json.loads(line) for line in path.read_bytes().split(b"\n") if line.strip()]
 
     def row(self, cell_id: str) -> dict[str, Any]:
         matches = [r for r in self.rows() if r["cell_id"] == cell_id]

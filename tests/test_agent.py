@@ -170,6 +170,23 @@ def test_skills_are_read_only_during_sessions(pytester: pytest.Pytester, sweep: 
     assert row["resolved"] is True and row["error_kind"] is None
 
 
+def test_skills_replaced_by_renaming_their_parent_are_a_counted_failure(
+    pytester: pytest.Pytester, sweep: Any
+) -> None:
+    """The read-only mount's parent can be renamed and a forged skill put in its
+    place: caught, and counted (a way out of a judged loss would be excluded)."""
+    swap = tool_use("Bash", {"command": "mv .c*e .moved && mkdir -p .c${EMPTY}laude/skills/work && "
+                                        "echo forged > .c${EMPTY}laude/skills/work/SKILL.md",
+                             "description": "swap"})
+    script = [turn(tool_use("Skill", {"skill": "work"})), turn(swap), turn("Ok.")]
+    suite = agent_suite(pytester.path, ["workflow_direct"])
+    _, api = sweep(suite, script)
+    assert not api.tool_results[1].is_error, api.tool_results[1].content
+    row = suite.row("fix-add-workflow_direct-r1")
+    assert row["error_kind"] == "evidence-tampered" and row["counted"] is True
+    assert "changed during phase" in row["error_detail"]
+
+
 def test_skills_changed_by_setup_are_caught(pytester: pytest.Pytester, sweep: Any) -> None:
     task = task_yaml(setup="echo changed >> .claude/skills/work/SKILL.md")
     suite = agent_suite(pytester.path, ["workflow_direct"], tasks=[task])

@@ -103,6 +103,12 @@ def test_what_an_arm_leaves_cannot_turn_its_loss_into_an_excluded_run(
         "deep-tree": deep_tree(600),
         "looping-links": "ln -s loop loop && ln -s . self && ln -s /proc/self/root root",
         "conftest-folder": "mkdir -p conftest.py pytest.ini tests/hidden",
+        # line separators in a folder name and in verify's output: a reader that
+        # split lines at them would lose the row, and the cell would get a
+        # second, excluded one
+        "line-separators": "python -c \"import os; os.makedirs('x\\u2028y/__pycache__')\" && "
+                           "printf 'def test_sep():\\n    assert 0, \"\\\\u2028\\\\u2029\"\\n'"
+                           " > tests/test_sep.py",
     }
     suite, result = run_arms(pytester, suite_factory, arms)
     for arm in arms:
@@ -113,6 +119,9 @@ def test_what_an_arm_leaves_cannot_turn_its_loss_into_an_excluded_run(
                                      "evidence-tampered"), (arm, row["error_detail"])
     deep = suite.row("fix-add-deep-tree-r1")
     assert deep["error_kind"] == "limit-exceeded" and deep["limit_exceeded"]["limit"] == "depth"
+    separators = suite.row("fix-add-line-separators-r1")
+    assert separators["error_kind"] == "verify-failed"
+    assert "\\u2028" in separators["error_detail"]
     assert list(work.iterdir()) == [], result.stdout.str()
 
 

@@ -146,7 +146,9 @@ def _phase_evidence(report: PhaseReport, skill: str | None, skills_before: str,
                 f"phase {report.name!r} never invoked the {skill!r} skill "
                 f"(invoked: {report.skills_invoked or 'none'})")
     if fingerprint(workspace) != skills_before:
-        return ("evidence-unverified",
+        # The session's doing (the read-only mount's parent can be renamed):
+        # counted, so it cannot be a way out of a judged loss.
+        return ("evidence-tampered",
                 f"the skills under test changed during phase {report.name!r}")
     return None
 

@@ -6,9 +6,10 @@
   no user site.
 - pytest: no plugin is auto-loaded (a plugin a task needs is named in
   ``oracle.plugins`` and loaded with ``-p``); ``--import-mode=append``; no
-  cache provider; for the oracle, the harness's result reporter
-  (``site/wfbench_outcomes.py``), the rootdir and the configuration file the
-  project has at its base.
+  cache provider; for the oracle, the rootdir and the configuration file the
+  project has at its base, and the harness's result reporter
+  (``site/wfbench_outcomes.py``, loaded by ``site/sitecustomize.py`` with a key
+  passed through a descriptor).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ BASE_ENV = {
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
 }
 BASE_ADDOPTS = ("--import-mode=append", "-p", "no:cacheprovider")
-OUTCOMES_PLUGIN = "wfbench_outcomes"
 
 
 def judge_env(workspace: str, plugins: tuple[str, ...] = (), *,
@@ -49,11 +49,9 @@ def judge_env(workspace: str, plugins: tuple[str, ...] = (), *,
     return env
 
 
-def oracle_addopts(workspace: str, config_file: str, outcomes: bool = True
-                   ) -> tuple[str, ...]:
-    """The oracle's own options: its reporter, its rootdir and its configuration."""
-    reporter = ("-p", OUTCOMES_PLUGIN) if outcomes else ()
-    return (*reporter, f"--rootdir={workspace}", "-c", config_file)
+def oracle_addopts(workspace: str, config_file: str) -> tuple[str, ...]:
+    """The oracle's rootdir and configuration file, forced."""
+    return (f"--rootdir={workspace}", "-c", config_file)
 
 
 def _module_name(filename: str) -> str | None:

@@ -12,6 +12,8 @@ that really ran and reached its end. Pure functions; no I/O.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -52,45 +54,73 @@ class Outcomes:
     phases: dict[str, list[tuple[str, str, bool]]] = field(
         default_factory=lambda: defaultdict(list))
     """Test id -> (phase, outcome, was an xfail) for every report."""
+    rejected: int = 0
+    """Lines that were not the reporter's (no valid HMAC): dropped."""
 
     def passed(self) -> set[str]:
-        """Tests whose call passed (not as an unexpected xfail pass) and of which
-        no phase failed."""
+        """Tests that went through setup, call and teardown, whose call passed
+        (not as an unexpected xfail pass) and of which no phase failed."""
         passed = set()
         for test, reports in self.phases.items():
             calls = [(outcome, xfail) for when, outcome, xfail in reports if when == "call"]
+            whens = {when for when, _, _ in reports}
             if calls and all(outcome == "passed" and not xfail for outcome, xfail in calls) \
+                    and {"setup", "teardown"} <= whens \
                     and not any(outcome == "failed" for _, outcome, _ in reports):
                 passed.add(test)
         return passed
 
 
-def parse_outcomes(text: str) -> Outcomes:
-    """The plugin's JSON lines; a line that is not one of its records is ignored."""
+def parse_outcomes(text: str, key: bytes) -> Outcomes:
+    """The reporter's records that carry a valid HMAC with ``key``, run by run;
+    any other line is dropped (and counted). A run whose sequence has a gap
+    lost records: its end is not believed."""
     outcomes = Outcomes()
-    for line in text.splitlines():
+    runs: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
         try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(record, dict):
-            continue
-        event = record.get("event")
-        if event == "start":
-            outcomes.starts += 1
-            outcomes.collect_only |= bool(record.get("collectonly"))
-        elif event == "finish":
-            outcomes.finishes += 1
-            status = record.get("exitstatus")
-            outcomes.exitstatuses.append(status if isinstance(status, int) else -1)
-        elif event == "collected" and isinstance(record.get("ids"), list):
-            outcomes.collected += [str(test) for test in record["ids"]]
-        elif event == "collect-error":
-            outcomes.collect_errors.append(str(record.get("id")))
-        elif isinstance(record.get("id"), str):
-            outcomes.phases[record["id"]].append(
-                (str(record.get("when")), str(record.get("outcome")), bool(record.get("xfail"))))
+            envelope = json.loads(line)
+            run, seq, payload = str(envelope["run"]), int(envelope["seq"]), envelope["record"]
+            valid = isinstance(payload, str) and hmac.compare_digest(
+                str(envelope["mac"]), record_mac(key, run, seq, payload))
+            record = json.loads(payload) if valid else None
+        except (ValueError, KeyError, TypeError):
+            record = None
+        if isinstance(record, dict):
+            runs[run].append((seq, record))
+        else:
+            outcomes.rejected += 1
+    for records in runs.values():
+        records.sort(key=lambda item: item[0])
+        complete = [seq for seq, _ in records] == list(range(len(records)))
+        for _, record in records:
+            _add(outcomes, record, complete)
     return outcomes
+
+
+def _add(outcomes: Outcomes, record: dict[str, Any], complete: bool) -> None:
+    event = record.get("event")
+    if event == "start":
+        outcomes.starts += 1
+        outcomes.collect_only |= bool(record.get("collectonly"))
+    elif event == "finish" and complete:
+        outcomes.finishes += 1
+        status = record.get("exitstatus")
+        outcomes.exitstatuses.append(status if isinstance(status, int) else -1)
+    elif event == "collected" and isinstance(record.get("ids"), list):
+        outcomes.collected += [str(test) for test in record["ids"]]
+    elif event == "collect-error":
+        outcomes.collect_errors.append(str(record.get("id")))
+    elif isinstance(record.get("id"), str):
+        outcomes.phases[record["id"]].append(
+            (str(record.get("when")), str(record.get("outcome")), bool(record.get("xfail"))))
+
+
+def record_mac(key: bytes, run: str, seq: int, payload: str) -> str:
+    """As the reporter (judge/site/wfbench_outcomes.py) signs a record."""
+    return hmac.new(key, f"{run}:{seq}:{payload}".encode(), hashlib.sha256).hexdigest()
 
 
 def judge_outcomes(outcomes: Outcomes, expectation: Expectation,

@@ -11,7 +11,7 @@ visible: a resolved cell whose patch matches any rule below carries
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 MAX_FINDINGS = 20
@@ -24,20 +24,23 @@ LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("test outcome or exit status changed",
          r"\.outcome\s*=|\bexitstatus\b|\bshouldfail\b|\bshouldstop\b|\bTestReport\b"),
         ("process exit or kill", r"\bos\._exit\b|\bos\.kill\b|\bos\.abort\b|\bkillpg\b|"
-                                 r"\bSIGKILL\b"),
+                                 r"\bSIGKILL\b|\bpytest\.exit\b"),
         ("entry-point metadata", r"\bentry_points\b|\.dist-info\b|\.egg-info\b|"
                                  r"\bimportlib\.metadata\b|\bpkg_resources\b"),
         ("interpreter start-up files", r"\bsitecustomize\b|\busercustomize\b|\.pth\b|"
                                        r"\bPYTHONSTARTUP\b"),
         ("reads /proc", r"/proc/"),
-        ("the judge's environment variables",
-         r"\bWFBENCH_|\bPYTEST_(?:ADDOPTS|PLUGINS|CURRENT_TEST|DISABLE_PLUGIN_AUTOLOAD)\b"),
+        ("the judge's names or environment variables",
+         r"(?i:wfbench)|\bPYTEST_(?:ADDOPTS|PLUGINS|CURRENT_TEST|DISABLE_PLUGIN_AUTOLOAD)\b"),
         ("builtins patched", r"\bbuiltins\b|__builtins__|\b__import__\b"),
         ("import system patched", r"\bsys\.(?:meta_path|path_hooks|path_importer_cache|"
                                   r"modules)\b"),
         ("frame or object introspection", r"\bsys\._getframe\b|\binspect\.(?:stack|currentframe|"
                                           r"getouterframes)\b|\bf_back\b|\bf_locals\b|"
-                                          r"\bf_globals\b|\bgc\.get_(?:objects|referrers)\b"),
+                                          r"\bf_globals\b|\bgc\.get_(?:objects|referrers)\b|"
+                                          r"__closure__|__code__|__globals__"),
+        ("dynamic code", r"(?<![.\w])(?:exec|eval|compile)\s*\(|\bmarshal\b"),
+        ("reads cache folders", r"__pycache__|\.pytest_cache|\.mypy_cache|\.ruff_cache"),
         ("tracing or audit hooks", r"\bsys\.(?:settrace|setprofile|addaudithook)\b|"
                                    r"\bthreading\.settrace\b"),
         ("exit handlers", r"\batexit\b"),
@@ -45,6 +48,12 @@ LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     ))
 # A statement at column 0 of a Python module runs when the module is imported.
 EXIT_AT_IMPORT = re.compile(r"^(?:sys\.exit|exit|quit|os\._exit|raise\s+SystemExit)\b")
+# PEP 263: a source encoding other than these can hide code from any reader of
+# the patch (utf-7, unicode_escape, ...).
+CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+PLAIN_ENCODINGS = frozenset({"utf-8", "utf8", "utf_8", "ascii", "us-ascii", "latin-1",
+                             "latin1", "latin_1", "iso-8859-1", "iso8859-1", "iso-8859-15"})
+IMPORTABLE = (".py", ".pyw", ".pth", ".so", ".pyd")
 # Files whose mere presence changes how Python or pytest behave.
 FILE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (reason, re.compile(pattern)) for reason, pattern in (
@@ -54,6 +63,7 @@ FILE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                                             r"entry_points\.txt$"),
         ("interpreter start-up file", r"\.pth$|(?:^|/)(?:sitecustomize|usercustomize)\.py$"),
         ("bytecode file", r"\.py[co]$"),
+        ("native extension module", r"\.(?:so|pyd|dylib)$|\.so\.\d"),
         ("git configuration of the workspace", r"(?:^|/)\.gitmodules$"),
     ))
 
@@ -95,9 +105,12 @@ def changed_paths(patch: str) -> list[str]:
     return paths
 
 
-def scan_patch(patch: str, notes: Iterable[str] = ()) -> list[str]:
+def scan_patch(patch: str, notes: Iterable[str] = (),
+               large_sources: Mapping[str, str] | None = None) -> list[str]:
     """The reasons this patch looks like it reaches into its judges (empty when
-    it does not), each with where it was seen; at most MAX_FINDINGS."""
+    it does not), each with where it was seen; at most MAX_FINDINGS.
+    ``large_sources`` are changed files too large for the patch, by path, with
+    their text: scanned like added lines."""
     findings: list[str] = []
     seen: set[tuple[str, str]] = set()
 
@@ -110,14 +123,25 @@ def scan_patch(patch: str, notes: Iterable[str] = ()) -> list[str]:
         for reason, pattern in FILE_RULES:
             if pattern.search(path):
                 add(reason, path, path)
-    for line in added_lines(patch):
+    lines = list(added_lines(patch))
+    for path, text in (large_sources or {}).items():
+        lines += [AddedLine(path, number, line)
+                  for number, line in enumerate(text.splitlines(), start=1)]
+    for line in lines:
         where = f"{line.path}:{line.number}"
         for reason, pattern in LINE_RULES:
             if pattern.search(line.text):
                 add(reason, where, line.path)
-        if line.path.endswith(".py") and EXIT_AT_IMPORT.match(line.text):
-            add("process exit at import", where, line.path)
+        if line.path.endswith(".py"):
+            if EXIT_AT_IMPORT.match(line.text):
+                add("process exit at import", where, line.path)
+            coding = CODING.match(line.text) if line.number <= 2 else None
+            if coding and coding.group(1).lower() not in PLAIN_ENCODINGS:
+                add(f"unusual source encoding {coding.group(1)!r}", where, line.path)
     for note in notes:
         if note.startswith(("nested repository", "special file")):
             add(note.split(":")[0], note.split(": ", 1)[-1], note)
+        elif note.startswith("large file") and note.split(": ", 1)[-1].split(" (")[0].endswith(
+                IMPORTABLE):
+            add("large importable file, not in the patch", note.split(": ", 1)[-1], note)
     return findings

@@ -172,17 +172,23 @@ class Sandbox(abc.ABC):
     def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
         """Overridden by each backend."""
 
+    def _cwd(self, workspace: Path) -> Path:
+        """Where the harness starts the command: a folder of its own (the arm may
+        have taken its own permissions away from the workspace)."""
+        return self.scratch
+
     def run(
         self, command: str, *, workspace: Path, home: Path | None = None,
         writable: bool = False, network: bool = False, timeout_s: float = 600.0,
         env: Mapping[str, str] | None = None, mounts: Sequence[Mount] = (),
         stdin: bytes | None = None, limits: Limits | None = None,
-        watch: Sequence[Path] = (),
+        watch: Sequence[Path] = (), inherit_fds: Sequence[int] = (),
     ) -> CommandResult:
         """Run ``command`` with bash in the workspace, within ``limits``; kill its
         whole process tree when it ends, times out or goes over a limit. ``home``
         None gives an empty HOME; ``watch`` are the writable trees whose disk use
-        and number of files are watched while it runs."""
+        and number of files are watched while it runs; ``inherit_fds`` are
+        descriptors the command inherits (the caller closes them)."""
         limits = limits or Limits()
         argv, pass_fds = self._argv(command, workspace=workspace, home=home, writable=writable,
                                     network=network, mounts=mounts, limits=limits)
@@ -197,7 +203,8 @@ class Sandbox(abc.ABC):
                 [*prefix, *argv],
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env(home, env or {}),
-                cwd=workspace, start_new_session=True, pass_fds=pass_fds,
+                cwd=self._cwd(workspace), start_new_session=True,
+                pass_fds=(*pass_fds, *inherit_fds),
                 preexec_fn=apply_rlimits(limits, cgroups is not None) if prlimit is None else None,
             )
         finally:
@@ -337,6 +344,9 @@ class HostSandbox(Sandbox):
         network: bool, mounts: Sequence[Mount], limits: Limits,
     ) -> tuple[list[str], tuple[int, ...]]:
         return ["/bin/bash", "-c", command], ()
+
+    def _cwd(self, workspace: Path) -> Path:
+        return workspace
 
     def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
         if home is None:

@@ -10,12 +10,14 @@ limits (going over one is the arm's failure).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pytest_wfbench.workspace.fs import (
     CHUNK,
@@ -79,23 +81,34 @@ class Capture:
     """Directory names (by name) where they occur, for the caches the evidence leaves out."""
 
 
-def _copy_file(src_fd: int, dst_fd: int, size: int, digest: bool) -> tuple[str, str] | None:
-    """Copy ``size`` bytes; with ``digest``, return the content's sha256 and git blob id."""
-    if not digest:
-        remaining = size
-        try:
-            while remaining > 0:
-                copied = os.copy_file_range(src_fd, dst_fd, min(remaining, 64 * CHUNK))
+def _copy_data(src_fd: int, dst_fd: int, size: int) -> None:
+    """Copy the data regions of a file, keeping its holes: a sparse file costs
+    the copy no more than it cost the arm."""
+    offset = 0
+    try:
+        while offset < size:
+            try:
+                start = os.lseek(src_fd, offset, os.SEEK_DATA)
+            except OSError as error:
+                if error.errno == errno.ENXIO:  # only a hole is left
+                    break
+                raise
+            end = os.lseek(src_fd, start, os.SEEK_HOLE)
+            while start < end:
+                copied = os.copy_file_range(src_fd, dst_fd, end - start, start, start)
                 if copied == 0:
                     break
-                remaining -= copied
-            return None
-        except OSError:
-            os.lseek(src_fd, 0, os.SEEK_SET)
-            os.lseek(dst_fd, 0, os.SEEK_SET)
-            os.ftruncate(dst_fd, 0)
-    sha256 = hashlib.sha256()
-    blob = hashlib.sha1(f"blob {size}\0".encode(), usedforsecurity=False)
+                start += copied
+            offset = end
+        os.ftruncate(dst_fd, size)
+    except OSError:
+        os.ftruncate(dst_fd, 0)
+        _copy_stream(src_fd, dst_fd, size, None)
+
+
+def _copy_stream(src_fd: int, dst_fd: int, size: int, digests: list[Any] | None) -> None:
+    os.lseek(src_fd, 0, os.SEEK_SET)
+    os.lseek(dst_fd, 0, os.SEEK_SET)
     remaining = size
     while remaining > 0:
         chunk = os.read(src_fd, min(CHUNK, remaining))
@@ -105,9 +118,19 @@ def _copy_file(src_fd: int, dst_fd: int, size: int, digest: bool) -> tuple[str, 
         view = memoryview(chunk)
         while view:
             view = view[os.write(dst_fd, view):]
-        sha256.update(chunk)
-        blob.update(chunk)
-    return (sha256.hexdigest(), blob.hexdigest()) if digest else None
+        for digest in digests or ():
+            digest.update(chunk)
+
+
+def _copy_file(src_fd: int, dst_fd: int, size: int, digest: bool) -> tuple[str, str] | None:
+    """Copy ``size`` bytes; with ``digest``, return the content's sha256 and git blob id."""
+    if not digest:
+        _copy_data(src_fd, dst_fd, size)
+        return None
+    sha256 = hashlib.sha256()
+    blob = hashlib.sha1(f"blob {size}\0".encode(), usedforsecurity=False)
+    _copy_stream(src_fd, dst_fd, size, [sha256, blob])
+    return sha256.hexdigest(), blob.hexdigest()
 
 
 def capture_tree(source: Path, target: Path, bounds: TreeBounds) -> Capture:

@@ -30,10 +30,12 @@ from pytest_wfbench.workspace.template import Template
 # (filters, encodings, "binary" diffs): the private git dir's info/attributes
 # outranks every attributes file in the work tree.
 NEUTRAL_ATTRIBUTES = "* -text -filter -ident -working-tree-encoding !diff !eol !merge\n"
-# Caches that judges never load (bytecode goes to a private prefix, the cache
-# provider is off) and that every test run leaves; summarized, not diffed,
-# unless a link in the tree makes one reachable under another name.
-CACHE_DIRS = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
+# What every test run leaves and judges never load: bytecode (judges compile to
+# a private prefix and load no .pyc from the workspace) and tools' caches (the
+# cache provider is off). Left out of the patch and noted, unless a link in the
+# tree reaches into one. Anything else in a __pycache__ folder is shown.
+BYTECODE = "**/__pycache__/**/*.py[co]"
+CACHE_DIRS = (".pytest_cache", ".mypy_cache", ".ruff_cache")
 MAX_PATCH_BYTES = 16 << 20
 MAX_NOTES = 50
 
@@ -60,32 +62,43 @@ class _Tree:
     notes: list[str] = field(default_factory=list)
 
 
-def _reachable_through_links(capture: Capture, cache_dirs: list[str]) -> set[str]:
-    """Cache folders a link in the tree points into (judges could load them)."""
-    reachable: set[str] = set()
+def shown(path: str) -> str:
+    """A path as one line of a note (an arm chooses its names)."""
+    return path.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace(
+        "\t", "\\t")
+
+
+def _links_reach_caches(capture: Capture, caches: list[str]) -> bool:
+    """Whether a link in the tree could reach a cache: one that points into one,
+    or whose target cannot be placed inside the tree (absolute, or out of it)."""
     for relative, target in capture.links:
         resolved = posixpath.normpath(posixpath.join(posixpath.dirname(relative), target))
-        for cache in cache_dirs:
-            if resolved == cache or resolved.startswith(cache + "/") or cache.startswith(
-                    resolved + "/"):
-                reachable.add(cache)
-    return reachable
+        if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
+            return True
+        if "__pycache__" in resolved.split("/"):
+            return True
+        if any(resolved == c or resolved.startswith(c + "/") or c.startswith(resolved + "/")
+               for c in caches):
+            return True
+    return False
 
 
 def _plan(capture: Capture, exclude: Sequence[str]) -> _Tree:
     plan = _Tree(pathspecs=["."])
     plan.pathspecs += [f":(exclude,glob){path}/**" for path in exclude]
     caches = sorted(path for name in CACHE_DIRS for path in capture.directories.get(name, []))
-    linked = _reachable_through_links(capture, caches)
-    left_out = [c for c in caches if c not in linked]
-    plan.pathspecs += [f":(exclude,literal){c}" for c in left_out]
-    if left_out:
-        plan.notes.append(f"caches left out of the patch: {', '.join(left_out[:10])}"
-                          f"{' ...' if len(left_out) > 10 else ''}")
+    if not _links_reach_caches(capture, caches):
+        plan.pathspecs.append(f":(exclude,glob){BYTECODE}")
+        plan.pathspecs += [f":(exclude,literal){c}" for c in caches]
+        if caches or "__pycache__" in capture.directories:
+            listed = [shown(cache) for cache in caches[:10]]
+            plan.notes.append("bytecode and tool caches left out of the patch"
+                              f"{': ' + ', '.join(listed) if listed else ''}"
+                              f"{' ...' if len(caches) > 10 else ''}")
     plan.pathspecs += [f":(exclude,literal){f.path}" for f in capture.large_files]
-    plan.notes += [f"nested repository, its .git not diffed (its files are): {path}"
+    plan.notes += [f"nested repository, its .git not diffed (its files are): {shown(path)}"
                    for path in capture.nested_git]
-    plan.notes += [f"special file not copied: {path}" for path in capture.special_files]
+    plan.notes += [f"special file not copied: {shown(path)}" for path in capture.special_files]
     return plan
 
 
@@ -129,7 +142,7 @@ def _large_changes(template: Template, capture: Capture, env: dict[str, str]) ->
             meta, path = record.split("\t", 1)
             base[path] = meta.split()[2]
     return [f"large file {'added' if f.path not in base else 'changed'}, summarized: "
-            f"{f.path} ({f.size:,} bytes, sha256 {f.sha256})"
+            f"{shown(f.path)} ({f.size:,} bytes, sha256 {f.sha256})"
             for f in capture.large_files if base.get(f.path) != f.git_blob]
 
 

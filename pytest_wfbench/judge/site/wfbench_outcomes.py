@@ -1,33 +1,37 @@
-"""A pytest plugin the harness loads into its oracle (``-p wfbench_outcomes``):
-every test result, the run's mode and its end, one JSON line each, into the
-file $WFBENCH_JUDGE_OUTCOMES names, which lies outside the workspace.
+"""The oracle's result reporter: a pytest plugin that writes every test result,
+the run's mode and its end, one authenticated JSON line each, into a file
+outside the workspace that the harness reads after the run.
 
 The harness passes an oracle only on what this reports: each expected test
-reported as passed, a real run (not a collection) that reached its end. An
-early ``os._exit(0)``, ``--collect-only``, a deselection or an empty run
-leaves a record that does not pass. Test ids are written relative to the
-workspace, or to the oracle folder as ``$WFBENCH_ORACLE_DIR/...``, so they do
-not depend on where either is mounted.
+reported as passed, by a real run (not a collection) that reached its end.
+The channel is made hard to forge from the code under test, which runs in the
+same process: ``sitecustomize`` loads this file at start-up under a random
+module name, with a key it read from a descriptor and closed before any other
+code ran; every record carries an HMAC with that key and a sequence number,
+and the harness drops any line that does not verify. The key and the
+descriptor live only in the closures :func:`open_channel` makes.
+
+Test ids are written relative to the workspace, or to the oracle folder as
+``$WFBENCH_ORACLE_DIR/...``, so they do not depend on where either is mounted.
+No import of pytest here: the module is loaded before pytest is.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import types
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-
-_PATH = os.environ.get("WFBENCH_JUDGE_OUTCOMES")
 _ROOT = os.environ.get("WFBENCH_JUDGE_WORKSPACE", "/workspace")
 _ORACLE = os.environ.get("WFBENCH_ORACLE_DIR")
-_STATE: dict[str, Any] = {}
 
 
-def _write(record: dict[str, Any]) -> None:
-    if _PATH and _STATE.get("reporting"):
-        with open(_PATH, "a", encoding="utf-8") as stream:
-            stream.write(json.dumps(record) + "\n")
+def record_mac(key: bytes, run: str, seq: int, payload: str) -> str:
+    return hmac.new(key, f"{run}:{seq}:{payload}".encode(), hashlib.sha256).hexdigest()
 
 
 def outcome_id(path: str, nodeid: str) -> str:
@@ -44,35 +48,59 @@ def outcome_id(path: str, nodeid: str) -> str:
     return name + separator + rest
 
 
-def _report_id(report: Any) -> str:
-    # A report's location is relative to the rootdir, under xdist as well.
-    path = os.path.join(_STATE["rootdir"], report.location[0]) if report.location else ""
-    return outcome_id(path, report.nodeid)
+def _writer(key: bytes, path: str) -> Callable[[dict[str, Any]], None]:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    run = os.urandom(8).hex()
+    seq = [0]
+
+    def write(record: dict[str, Any]) -> None:
+        payload = json.dumps(record, sort_keys=True)
+        line = json.dumps({"run": run, "seq": seq[0], "record": payload,
+                           "mac": record_mac(key, run, seq[0], payload)}) + "\n"
+        seq[0] += 1
+        os.write(fd, line.encode())
+
+    return write
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
-    # Under xdist the controller sees every worker's reports; workers stay quiet.
-    _STATE["reporting"] = not hasattr(config, "workerinput")
-    _STATE["rootdir"] = str(config.rootpath)
-    _write({"event": "start", "collectonly": bool(config.option.collectonly)})
+def open_channel(module: types.ModuleType, key: bytes | None, path: str | None) -> None:
+    """Give ``module`` (this file, loaded under a random name) its pytest hooks.
+    Without a key (a process the oracle's pytest started, e.g. an xdist
+    worker) they report nothing."""
+    write = _writer(key, path) if key and path else None
+    state: dict[str, Any] = {}
 
+    def emit(record: dict[str, Any]) -> None:
+        if write is not None and state.get("reporting"):
+            write(record)
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    _write({"event": "collected",
-            "ids": [outcome_id(str(item.path), item.nodeid) for item in session.items]})
+    def report_id(report: Any) -> str:
+        # A report's location is relative to the rootdir, under xdist as well.
+        location = getattr(report, "location", None)
+        file = os.path.join(state["rootdir"], location[0]) if location else ""
+        return outcome_id(file, report.nodeid)
 
+    def pytest_configure(config: Any) -> None:
+        # Under xdist the controller sees every worker's reports; workers stay quiet.
+        state["reporting"] = not hasattr(config, "workerinput")
+        state["rootdir"] = str(config.rootpath)
+        emit({"event": "start", "collectonly": bool(config.option.collectonly)})
 
-def pytest_collectreport(report: pytest.CollectReport) -> None:
-    if report.failed:
-        _write({"event": "collect-error", "id": report.nodeid})
+    def pytest_collection_finish(session: Any) -> None:
+        emit({"event": "collected",
+              "ids": [outcome_id(str(item.path), item.nodeid) for item in session.items]})
 
+    def pytest_collectreport(report: Any) -> None:
+        if report.failed:
+            emit({"event": "collect-error", "id": report.nodeid})
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _write({"id": _report_id(report), "when": report.when,
-            "outcome": report.outcome, "xfail": hasattr(report, "wasxfail")})
+    def pytest_runtest_logreport(report: Any) -> None:
+        emit({"id": report_id(report), "when": report.when, "outcome": report.outcome,
+              "xfail": hasattr(report, "wasxfail")})
 
+    def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+        emit({"event": "finish", "exitstatus": int(exitstatus)})
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    _write({"event": "finish", "exitstatus": int(exitstatus)})
+    for hook in (pytest_configure, pytest_collection_finish, pytest_collectreport,
+                 pytest_runtest_logreport, pytest_sessionfinish):
+        setattr(module, hook.__name__, hook)
