@@ -379,7 +379,8 @@ def test_the_suspicion_scan_flags_reaching_into_the_judges_and_not_ordinary_code
         ''')
     findings = scan_patch(patch)
     for reason in ("process exit or kill (calc.py:4)", "process exit at import (calc.py:4)",
-                   "the judge's names or environment variables (calc.py:5)", "reads /proc (calc.py:6)",
+                   "the judge's names or environment variables (calc.py:5)",
+                   "reads /proc (calc.py:6)",
                    "builtins patched (calc.py:7)", "test configuration file (conftest.py)",
                    "pytest hook implementation (conftest.py:1)"):
         assert reason in findings, (reason, findings)
