@@ -29,7 +29,6 @@ from pytest_wfbench.judge.environment import (
     importable_names,
     judge_env,
     oracle_addopts,
-    write_import_rules,
 )
 from pytest_wfbench.judge.expected import (
     EXIT_CODE,
@@ -123,9 +122,8 @@ def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sand
     mounts.append(Mount(template.git_dir, f"{workspace}/.git"))
     judge = stage / "judge"
     judge.mkdir()
-    rules = judge / "imports.json"
-    write_import_rules(rules, json.loads(_import_rules(template.path, template.hidden_store,
-                                                       task.gold)))
+    (judge / "imports.json").write_text(
+        _import_rules(template.path, template.hidden_store, task.gold), encoding="utf-8")
     config_name = root_config_file(template.path)
     if config_name is None:
         (judge / "pytest.ini").write_text(EMPTY_CONFIG)

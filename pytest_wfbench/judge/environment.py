@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import importlib.machinery
-import json
 import os
 import shlex
 from pathlib import Path
@@ -98,7 +97,3 @@ def gold_added_paths(patch: bytes) -> list[str]:
             added.append(target[2:] if target.startswith("b/") else target)
             new_file = False
     return added
-
-
-def write_import_rules(path: Path, names: dict[str, list[str]]) -> None:
-    path.write_text(json.dumps(names, sort_keys=True), encoding="utf-8")
