@@ -53,7 +53,9 @@ def stage(record: CellRecord, name: str, default_kind: str = "infra-error") -> I
     arm's own failure: a timeout, a limit) is recorded and ends the stage
     quietly, so the cell goes on to its row and pytest reports a failure; any
     other failure is re-raised, and pytest reports an error. An exception of
-    no known kind is a harness bug: ``harness-error``."""
+    no known kind is a harness bug: ``harness-error``. Its time goes into the
+    record's stage times."""
+    started = time.monotonic()
     try:
         yield
     except CellVerdict as verdict:
@@ -77,6 +79,8 @@ def stage(record: CellRecord, name: str, default_kind: str = "infra-error") -> I
         detail = f"{name}: {type(exc).__name__}: {exc}"
         record.fail("harness-error", detail)
         raise CellFailure("harness-error", detail) from exc
+    finally:
+        record.add_stage_time(name, time.monotonic() - started)
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ def wfbench_template(
 ) -> Template:
     """The sanitized checkout of the task's repo at its SHA (built once per sweep)."""
     with stage(wfbench_record, "template"):
-        template = wfbench_sweep.templates().get(wfbench_cell.task)
+        template = wfbench_sweep.templates().get(wfbench_cell.task, wfbench_record.stage_ms)
     wfbench_record.task_base_sha = template.base_sha
     wfbench_record.sanitized_sha = template.sanitized_sha
     return template
@@ -317,7 +321,7 @@ def wfbench_oracle(
     if record.failure_kind is not None or wfbench_final is None:
         return None
     snapshot = wfbench_sweep.oracles[task.id]
-    with stage(record, "oracle", "oracle-unavailable"):
+    with stage(record, "expected_tests", "oracle-unavailable"):
         expectation = wfbench_sweep.expectations().get(task, snapshot, wfbench_template)
     if record.failure_kind is not None:
         return None

@@ -25,6 +25,7 @@ from pytest_wfbench.options import add_options, options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
 from pytest_wfbench.report import (
     harness_error_lines,
+    overhead_section,
     render_markdown,
     render_terminal,
     suspicious_lines,
@@ -268,7 +269,8 @@ class SweepHooks:
         summary = summarize(agent_rows, sweep.options.baseline_arm)
         config.stash[SUMMARY_KEY] = summary
         config.stash[ROWS_KEY] = rows
-        sections = [*trust_sections(rows), *render_lanes(rows, read_environment(sweep.store))]
+        sections = [*trust_sections(rows), *overhead_section(rows),
+                    *render_lanes(rows, read_environment(sweep.store))]
         sweep.store.write_text(REPORT, render_markdown(summary, sweep.provenance(rows), sections))
         # An UNUSABLE arm has failures, each of them a pytest error: the sweep
         # already exits non-zero, and the terminal names the arm.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -207,3 +208,35 @@ def suspicious_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
         return []
     return [f"wfbench: {len(wins)} resolved cells are suspicious (their patch reaches into "
             f"the judges; see report.md): {', '.join(wins[:10])}{' ...' if len(wins) > 10 else ''}"]
+
+
+def overhead_section(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Per arm: what its cells cost beyond their sessions (template, clone, judges,
+    evidence), and the harness's share of the cells' time."""
+    ran = [r for r in rows if r.get("status") == "ran" and r.get("lane", "agent") == "agent"
+           and r.get("harness_overhead_s") is not None]
+    if not ran:
+        return []
+    by_arm: dict[str, list[dict[str, Any]]] = {}
+    for row in ran:
+        by_arm.setdefault(str(row["arm"]), []).append(row)
+    body = []
+    for arm, arm_rows in sorted(by_arm.items()):
+        total = sum(float(r["duration_s"]) for r in arm_rows)
+        overhead = sum(float(r["harness_overhead_s"]) for r in arm_rows)
+        stages: dict[str, list[float]] = {}
+        for row in arm_rows:
+            for name, ms in (row.get("stage_ms") or {}).items():
+                stages.setdefault(name, []).append(float(ms))
+        slowest = sorted(((statistics.median(v), k) for k, v in stages.items()
+                          if k != "session"), reverse=True)[:3]
+        body.append([arm, str(len(arm_rows)),
+                     fmt(statistics.median(float(r["duration_s"]) for r in arm_rows), 2),
+                     fmt(statistics.median(float(r["harness_overhead_s"]) for r in arm_rows), 2),
+                     "n/a" if total <= 0 else f"{overhead / total:.0%}",
+                     ", ".join(f"{name} {ms:,.0f} ms" for ms, name in slowest)])
+    return ["## Harness overhead", "",
+            "A cell's duration minus its session's: template, clone, setup, judges, "
+            "capture, evidence and clean-up (each row's `stage_ms` has the split).", "",
+            *table(["arm", "cells", "median cell s", "median overhead s", "harness share",
+                    "slowest stages (median)"], body)]

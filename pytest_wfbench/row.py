@@ -89,6 +89,12 @@ class Row:
     evidence_notes: list[str]
     """What the patch artifact could not show as a diff (nested repositories,
     special files, large files summarized, caches left out, a cut)."""
+    stage_ms: dict[str, float]
+    """Milliseconds spent in each stage of the cell: template (split into its
+    lock wait and its build when this cell built it), clone, setup, session,
+    verify, capture, evidence, expected_tests, oracle, cleanup, row."""
+    harness_overhead_s: float | None
+    """The cell's duration minus its session's: what the harness cost."""
     reused: bool
     worker: str
     recorded_at: str
@@ -172,7 +178,11 @@ class CellRecord:
     oracle_detail: str | None = None
     limit_exceeded: dict[str, Any] | None = None
     evidence_notes: list[str] = field(default_factory=list)
+    stage_ms: dict[str, float] = field(default_factory=dict)
     row: Row | None = None
+
+    def add_stage_time(self, name: str, seconds: float) -> None:
+        self.stage_ms[name] = round(self.stage_ms.get(name, 0.0) + seconds * 1000, 1)
 
     def fail(self, kind: str, detail: str) -> None:
         """Record the first failure; later ones are consequences of it."""
@@ -282,6 +292,9 @@ def make_row(
         oracle_judged_by=record.oracle_judged_by,
         oracle_tests_expected=record.oracle_tests_expected,
         limit_exceeded=record.limit_exceeded, evidence_notes=list(record.evidence_notes),
+        stage_ms=dict(record.stage_ms),
+        harness_overhead_s=None if skipped else round(
+            duration_s - (record.session_duration_s or 0.0), 3),
         reused=False, worker=worker,
         recorded_at=utc_now(),
     )

@@ -11,6 +11,7 @@ import platform
 import secrets
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -328,8 +329,11 @@ class Sweep:
         self.store.append_many([row.to_json() for row in rows])
 
     def record_row(self, cell: AnyCell, record: CellRecord, duration_s: float) -> Row:
-        """Build the cell's row and append it at once."""
+        """Build the cell's row and append it at once (the row's own stage time
+        is what building it took; the append follows)."""
+        started = time.monotonic()
         row = self.build_row(cell, record, duration_s)
+        row.stage_ms["row"] = round((time.monotonic() - started) * 1000, 1)
         self.store.append(row.to_json())
         record.row = row
         return row

@@ -232,3 +232,25 @@ def test_session_timeout_kills_the_step_and_the_sweep_goes_on(
     assert row["counted"] is True and row["resolved"] is False
     assert row["steps"][0]["timed_out"] is True
     assert suite.row("quick-sleeper-r1")["error_kind"] == "oracle-failed"
+
+
+def test_rows_carry_stage_times_that_fit_in_the_cell(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    suite = suite_factory(arms=["gold"])
+    pytester.runpytest_subprocess(*suite.args()).assert_outcomes(passed=1)
+    row = suite.row("fix-add-gold-r1")
+    stages = row["stage_ms"]
+    for name in ("template", "template_wait", "template_build", "clone", "session", "verify",
+                 "capture", "evidence", "expected_tests", "oracle", "cleanup", "row"):
+        assert stages[name] >= 0, name
+    # The template's lock wait and build are inside its stage; the row is built
+    # once the cell's duration is taken.
+    inside = sum(ms for name, ms in stages.items()
+                 if name not in ("template_wait", "template_build", "row"))
+    assert inside <= row["duration_s"] * 1000
+    assert stages["template_wait"] + stages["template_build"] <= stages["template"]
+    assert row["harness_overhead_s"] == pytest.approx(
+        row["duration_s"] - row["session_duration_s"], abs=0.002)
+    report = (suite.out / "report.md").read_text()
+    assert "## Harness overhead" in report and "| gold | 1 |" in report

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,16 +129,23 @@ class TemplateCache:
             record.write_text(json.dumps({"sha": sha}))
         return source, sha
 
-    def get(self, task: Task) -> Template:
+    def get(self, task: Task, timings: dict[str, float] | None = None) -> Template:
+        """The task's template, built here if no process built it yet; ``timings``
+        gets the milliseconds spent waiting for the lock and building."""
         source, sha = self.resolve(task)
         name = _key("template", task.repo.location, sha, *task.oracle.hidden_paths,
                     task.prepare or "")
         final = self.root / "templates" / name
         meta = self.root / "templates" / f"{name}.json"
+        waiting = time.monotonic()
         with self._lock(f"template-{name}"):
+            building = time.monotonic()
             if not meta.exists():
                 self._build(task, source, sha, final, self.root / "hidden" / name, meta)
             data = json.loads(meta.read_text())
+            if timings is not None:
+                timings["template_wait"] = round((building - waiting) * 1000, 1)
+                timings["template_build"] = round((time.monotonic() - building) * 1000, 1)
         return Template(path=final, base_sha=sha, sanitized_sha=data["sanitized_sha"],
                         hidden_store=self.root / "hidden" / name,
                         hidden_digest=data["hidden_digest"])
