@@ -242,14 +242,15 @@ def _record_session(record: CellRecord, result: SessionResult) -> None:
 
 @pytest.fixture
 def wfbench_verify(
-    wfbench_cell: Cell, wfbench_record: CellRecord, wfbench_setup: CellPaths,
-    wfbench_sandbox: Sandbox, wfbench_session: SessionResult,
+    wfbench_cell: Cell, wfbench_sweep: Sweep, wfbench_record: CellRecord,
+    wfbench_setup: CellPaths, wfbench_sandbox: Sandbox, wfbench_session: SessionResult,
 ) -> VerifyResult:
     """The task's visible verify command, read-only and offline."""
     if wfbench_record.failure_kind is not None:
         return VerifyResult(False, "not run: the session did not complete")
     with stage(wfbench_record, "verify", AFTER_SESSION):
-        result = run_verify(wfbench_cell.task, wfbench_sandbox, wfbench_setup.workspace)
+        result = run_verify(wfbench_cell.task, wfbench_sandbox, wfbench_setup.workspace,
+                            bytecode=wfbench_sweep.bytecode())
         wfbench_record.verify_passed = result.passed
         wfbench_record.verify_detail = result.detail
         return result
@@ -327,7 +328,8 @@ def wfbench_oracle(
         return None
     with stage(record, "oracle", AFTER_SESSION):
         result = run_oracle(task, snapshot, wfbench_template, wfbench_sandbox,
-                            wfbench_final.path, wfbench_setup.root, expectation)
+                            wfbench_final.path, wfbench_setup.root, expectation,
+                            bytecode=wfbench_sweep.bytecode())
         record.oracle_passed = result.passed
         record.oracle_digest = result.digest
         record.oracle_judged_by = result.judged_by

@@ -4,6 +4,8 @@ as pytest-timeout does)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +38,9 @@ AGENT_NETWORK_HELP = ("network of agent sessions: 'proxy-only' (default: nothing
                       "proxy) or 'host' (the host's network too)")
 SEED_HELP = "shuffle the subjects' order per scenario run, reproducibly, with this seed"
 PLUGIN_VERSION_HELP = "the external plugin's exact version (checked against its plugin.json)"
+CACHE_DIR_HELP = ("where what outlives a sweep is kept (the judges' trusted bytecode); 'none' "
+                  "keeps nothing (default: $WFBENCH_CACHE_DIR, else the user's cache "
+                  "directory: $XDG_CACHE_HOME/pytest-wfbench or ~/.cache/pytest-wfbench)")
 SUSPICIOUS_HELP = ("a resolved cell whose patch reaches into its judges: 'flag' (default: "
                    "resolved, listed as suspicious) or 'fail' (counted as unresolved)")
 
@@ -69,6 +74,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--wfbench-agent-network", choices=("proxy-only", "host"),
                     default="proxy-only", help=AGENT_NETWORK_HELP)
     group.addoption("--wfbench-suspicious", choices=("flag", "fail"), help=SUSPICIOUS_HELP)
+    group.addoption("--wfbench-cache-dir", metavar="DIR|none", help=CACHE_DIR_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
     parser.addini("wfbench_effort", EFFORT_HELP)
@@ -81,6 +87,18 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("wfbench_admitted_output_chars", ADMITTED_HELP)
     parser.addini("wfbench_secret_env", SECRET_ENV_HELP, type="args", default=[])
     parser.addini("wfbench_suspicious", SUSPICIOUS_HELP)
+    parser.addini("wfbench_cache_dir", CACHE_DIR_HELP)
+
+
+def _cache_dir(config: pytest.Config) -> Path | None:
+    """Command line, ini file, $WFBENCH_CACHE_DIR, then the user's cache directory."""
+    value = _setting(config, "cache_dir") or os.environ.get("WFBENCH_CACHE_DIR")
+    if value == "none":
+        return None
+    if value:
+        return (config.invocation_params.dir / value).resolve()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytest-wfbench"
 
 
 def _setting(config: pytest.Config, name: str) -> Any:
@@ -132,6 +150,7 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         random_seed=_seed(config),
         agent_network=config.getoption("wfbench_agent_network"),
         suspicious=_choice(config, "suspicious", ("flag", "fail"), "flag"),
+        cache_dir=_cache_dir(config),
     )
 
 

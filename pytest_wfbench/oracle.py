@@ -25,6 +25,7 @@ from filelock import FileLock
 
 from pytest_wfbench.judge.config import reset_test_configuration, root_config_file
 from pytest_wfbench.judge.environment import (
+    bytecode_mount,
     gold_added_paths,
     importable_names,
     judge_env,
@@ -93,9 +94,10 @@ class _Run:
 
 
 def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,
-         tree: Path, stage: Path, addopts: tuple[str, ...] = ()) -> _Run:
+         tree: Path, stage: Path, addopts: tuple[str, ...] = (),
+         bytecode: Path | None = None) -> _Run:
     """Stage the oracle over ``tree`` (the harness's own copy) and run it once."""
-    mounts: list[Mount] = []
+    mounts: list[Mount] = bytecode_mount(bytecode)
     workspace = sandbox.workspace_path(tree)
     env: dict[str, str] = {}
     if snapshot.files is not None:
@@ -136,7 +138,8 @@ def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sand
     config = f"{workspace}/{config_name}" if config_name else f"{judge_dir}/pytest.ini"
     env["WFBENCH_JUDGE_IMPORTS"] = f"{judge_dir}/imports.json"
     env = judge_env(workspace, task.oracle.plugins,
-                    extra_addopts=(*oracle_addopts(workspace, config), *addopts), extra=env)
+                    extra_addopts=(*oracle_addopts(workspace, config), *addopts), extra=env,
+                    bytecode=sandbox.mount_path(mounts[0]) if bytecode is not None else None)
     key = secrets.token_bytes(32)
     inherit: tuple[int, ...] = ()
     if not task.oracle.exit_code_only:
@@ -161,12 +164,13 @@ def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sand
 
 
 def run_oracle(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,
-               tree: Path, cell_dir: Path, expectation: Expectation) -> OracleResult:
+               tree: Path, cell_dir: Path, expectation: Expectation,
+               bytecode: Path | None = None) -> OracleResult:
     """Judge ``tree`` (captured from the workspace; changed in place)."""
     stage = cell_dir / f"oracle-{secrets.token_hex(16)}"
     stage.mkdir(mode=0o700)
     try:
-        run = _run(task, snapshot, template, sandbox, tree, stage)
+        run = _run(task, snapshot, template, sandbox, tree, stage, bytecode=bytecode)
     finally:
         fs.remove_tree(stage)
         if stage.exists():
@@ -183,10 +187,11 @@ class ExpectationCache:
     """Each task's expected oracle tests, established once per sweep and shared
     by every process of it (under a file lock in the work dir)."""
 
-    def __init__(self, work_dir: Path, sandbox: Sandbox) -> None:
+    def __init__(self, work_dir: Path, sandbox: Sandbox, bytecode: Path | None = None) -> None:
         self.root = work_dir / "expectations"
         self.root.mkdir(parents=True, exist_ok=True)
         self.sandbox = sandbox
+        self.bytecode = bytecode
 
     def get(self, task: Task, snapshot: OracleSnapshot, template: Template) -> Expectation:
         if task.oracle.exit_code_only:
@@ -232,7 +237,8 @@ class ExpectationCache:
             stage = scratch / "stage"
             stage.mkdir()
             addopts = () if task.gold is not None else ("--collect-only",)
-            run = _run(task, snapshot, template, self.sandbox, tree, stage, addopts)
+            run = _run(task, snapshot, template, self.sandbox, tree, stage, addopts,
+                       self.bytecode)
             source = "gold" if task.gold is not None else "base collection"
             return expectation_from_run(run.outcomes, run.exit_ok, source)
         finally:

@@ -98,6 +98,8 @@ def pytest_configure(config: pytest.Config) -> None:
             preflight(sweep.sandbox(), identity.work_dir)
         except SandboxUnavailable as error:
             raise pytest.UsageError(f"wfbench: sandbox preflight failed: {error}") from error
+        # Built before any cell, once per machine: no cell pays for it.
+        sweep.bytecode()
     if is_controller(config) and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(sweep), "wfbench-xdist")
     if config.args_source is not pytest.Config.ArgsSource.ARGS:

@@ -29,6 +29,7 @@ from pytest_wfbench.cells import (
     expand,
     expand_scenarios,
 )
+from pytest_wfbench.judge.bytecode import ensure_bytecode
 from pytest_wfbench.lanes import skipped_step, subject_version
 from pytest_wfbench.lanes import unavailable as subject_unavailable
 from pytest_wfbench.lanes.git import TRANSPORTS
@@ -74,6 +75,8 @@ class SweepOptions:
     agent_network: str = "proxy-only"
     suspicious: str = "flag"
     """``flag``: a suspicious resolved cell is resolved and listed; ``fail``: unresolved."""
+    cache_dir: Path | None = None
+    """What outlives a sweep (the judges' trusted bytecode); None: nothing does."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,7 @@ class Sweep:
         self._sandbox: Sandbox | None = None
         self._templates: TemplateCache | None = None
         self._expectations: ExpectationCache | None = None
+        self._bytecode: Path | None = None
         self._proxy: ApiProxy | None = None
         self._task_sandboxes: dict[SandboxSpec, Sandbox] = {}
         self.agent_settings = AgentSettings(
@@ -272,8 +276,16 @@ class Sweep:
     def expectations(self) -> ExpectationCache:
         """Each task's expected oracle tests, established once per sweep."""
         if self._expectations is None:
-            self._expectations = ExpectationCache(self.identity.work_dir, self.sandbox())
+            self._expectations = ExpectationCache(self.identity.work_dir, self.sandbox(),
+                                                  self.bytecode())
         return self._expectations
+
+    def bytecode(self) -> Path | None:
+        """The trusted bytecode tree the judges load (built once per machine, in
+        the cache dir), or None with ``--wfbench-cache-dir none``."""
+        if self._bytecode is None and self.options.cache_dir is not None:
+            self._bytecode = ensure_bytecode(self.options.cache_dir)
+        return self._bytecode
 
     @staticmethod
     def tree_bounds(task: Task) -> TreeBounds:

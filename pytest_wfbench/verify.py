@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_wfbench.judge.environment import judge_env
+from pytest_wfbench.judge.environment import bytecode_mount, judge_env
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.tasks import Task
 
@@ -18,10 +18,13 @@ class VerifyResult:
     detail: str
 
 
-def run_verify(task: Task, sandbox: Sandbox, workspace: Path) -> VerifyResult:
-    env = judge_env(sandbox.workspace_path(workspace), task.oracle.plugins)
+def run_verify(task: Task, sandbox: Sandbox, workspace: Path,
+               bytecode: Path | None = None) -> VerifyResult:
+    mounts = bytecode_mount(bytecode)
+    env = judge_env(sandbox.workspace_path(workspace), task.oracle.plugins,
+                    bytecode=sandbox.mount_path(mounts[0]) if mounts else None)
     result = sandbox.run(task.verify, workspace=workspace, writable=False, network=False,
-                         timeout_s=task.timeout_s, env=env)
+                         timeout_s=task.timeout_s, env=env, mounts=mounts)
     if result.timed_out:
         return VerifyResult(False, f"verify timed out after {task.timeout_s:g}s")
     return VerifyResult(result.ok, f"verify exited {result.returncode}: {result.tail()}")

@@ -15,6 +15,11 @@ from typing import Any
 
 import pytest
 
+# Every sweep the tests run shares one cache dir (the judges' trusted bytecode is
+# built once); pytester gives each test its own HOME, so the default would not.
+os.environ.setdefault("WFBENCH_CACHE_DIR",
+                      str(Path(__file__).resolve().parent.parent / ".tools" / "cache"))
+
 CALC = '''\
 def add(a, b):
     return a - b

@@ -28,10 +28,10 @@ import pytest_wfbench.fixtures as fixtures
 run_verify = fixtures.run_verify
 
 
-def exploding_verify(task, sandbox, workspace):
+def exploding_verify(task, sandbox, workspace, **kwargs):
     if task.id == "{victim}":
         raise RuntimeError("boom inside the verify stage")
-    return run_verify(task, sandbox, workspace)
+    return run_verify(task, sandbox, workspace, **kwargs)
 
 
 def pytest_configure(config):

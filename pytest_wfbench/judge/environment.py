@@ -20,9 +20,12 @@ import shlex
 from pathlib import Path
 
 import pytest_wfbench
+from pytest_wfbench.sandbox import Mount
 
 JUDGE_SITE = Path(pytest_wfbench.__file__).resolve().parent / "judge" / "site"
+# Without a trusted bytecode tree: a private, empty prefix (nothing is written).
 JUDGE_BYTECODE = "/tmp/wfbench-judge-pycache"
+BYTECODE_MOUNT = "/opt/wfbench/bytecode"
 BASE_ENV = {
     "PYTHONSAFEPATH": "1",
     "PYTHONPATH": str(JUDGE_SITE),
@@ -35,17 +38,25 @@ BASE_ADDOPTS = ("--import-mode=append", "-p", "no:cacheprovider")
 
 
 def judge_env(workspace: str, plugins: tuple[str, ...] = (), *,
-              extra_addopts: tuple[str, ...] = (), extra: dict[str, str] | None = None
-              ) -> dict[str, str]:
-    """The variables of one judge run; ``workspace`` is its path in the sandbox."""
+              extra_addopts: tuple[str, ...] = (), extra: dict[str, str] | None = None,
+              bytecode: str | None = None) -> dict[str, str]:
+    """The variables of one judge run; ``workspace`` is its path in the sandbox,
+    ``bytecode`` that of the trusted bytecode tree (:mod:`judge.bytecode`)."""
     addopts = [*BASE_ADDOPTS]
     for plugin in plugins:
         addopts += ["-p", plugin]
     addopts += extra_addopts
     env = {**BASE_ENV, "WFBENCH_JUDGE_WORKSPACE": workspace,
            "PYTEST_ADDOPTS": shlex.join(addopts)}
+    if bytecode is not None:
+        env["PYTHONPYCACHEPREFIX"] = bytecode
     env.update(extra or {})
     return env
+
+
+def bytecode_mount(bytecode: Path | None) -> list[Mount]:
+    """The trusted bytecode tree, read-only, at a fixed path in the sandbox."""
+    return [] if bytecode is None else [Mount(bytecode, BYTECODE_MOUNT)]
 
 
 def oracle_addopts(workspace: str, config_file: str) -> tuple[str, ...]:

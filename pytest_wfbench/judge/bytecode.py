@@ -1,0 +1,89 @@
+"""Trusted bytecode for the judges.
+
+Judges never write bytecode and never read any from the workspace. Without
+more, every judge run would compile pytest and everything it imports from
+source (about three times the time of a small test run). So the harness
+compiles the interpreter's standard library and every installed package once,
+itself, into a bytecode tree laid out as ``PYTHONPYCACHEPREFIX`` expects,
+keyed by the interpreter and the installed distributions, and reused by every
+sweep on the machine. Judges see it read-only as their prefix: Python still
+checks each cached file against its source's size and modification time, so
+a changed source is compiled afresh, never served stale bytecode; the
+workspace's sources have no entry and are compiled in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from filelock import FileLock
+
+# Test suites and GUI toolkits: never imported by a judge, and a large part of
+# what there is to compile.
+EXCLUDE = r"/(test|tests|idlelib|tkinter|turtledemo|lib2to3|ensurepip)/"
+COMPLETE = "wfbench-complete"
+KEEP = 3
+"""How many bytecode trees (interpreters or package sets) a cache dir keeps."""
+
+
+def source_roots() -> list[Path]:
+    """What the judges import from: the standard library and the site-packages
+    of the interpreter that runs the harness."""
+    paths = sysconfig.get_paths()
+    roots = {Path(paths[key]).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return sorted(root for root in roots if root.is_dir())
+
+
+def tree_key(roots: list[Path]) -> str:
+    """The interpreter and its installed distributions, digested."""
+    digest = hashlib.sha256()
+    digest.update(f"{sys.version}\0{os.path.realpath(sys.executable)}\0".encode())
+    for root in roots:
+        digest.update(f"{root}\0".encode())
+    installed = sorted(f"{dist.metadata['Name']}=={dist.version}"
+                       for dist in importlib.metadata.distributions())
+    digest.update("\0".join(installed).encode())
+    return digest.hexdigest()[:24]
+
+
+def ensure_bytecode(cache_dir: Path) -> Path:
+    """The bytecode tree for this interpreter and package set, built here if no
+    sweep built it yet (one process builds, concurrent ones wait)."""
+    roots = source_roots()
+    key = tree_key(roots)
+    folder = cache_dir / "bytecode"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / key
+    with FileLock(str(folder / f"{key}.lock")):
+        if not (target / COMPLETE).exists():
+            building = folder / f"{key}.building"
+            shutil.rmtree(building, ignore_errors=True)
+            shutil.rmtree(target, ignore_errors=True)
+            subprocess.run(
+                [sys.executable, "-X", f"pycache_prefix={building}", "-m", "compileall", "-q",
+                 "-j", "0", "-x", EXCLUDE, *map(str, roots)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
+            building.mkdir(exist_ok=True)
+            (building / COMPLETE).write_text(" ".join(map(str, roots)))
+            building.rename(target)
+        os.utime(target / COMPLETE)
+    _evict(folder, keep=key)
+    return target
+
+
+def _evict(folder: Path, keep: str) -> None:
+    """Remove the least recently used trees beyond KEEP (never the one in use)."""
+    trees = sorted((path for path in folder.iterdir()
+                    if path.is_dir() and (path / COMPLETE).exists() and path.name != keep),
+                   key=lambda path: (path / COMPLETE).stat().st_mtime, reverse=True)
+    for old in trees[KEEP - 1:]:
+        with FileLock(str(folder / f"{old.name}.lock")):
+            shutil.rmtree(old, ignore_errors=True)
