@@ -44,7 +44,7 @@ from pytest_wfbench.workspace.template import Template, TemplateError
 SWEEP_KEY = pytest.StashKey[Sweep]()
 RECORD_KEY = pytest.StashKey[CellRecord]()
 AFTER_SESSION = "evidence-tampered"
-MAX_SCANNED_BYTES = 16 << 20
+MAX_SCANNED_BYTES = 32 << 20
 
 
 @contextmanager
@@ -214,6 +214,7 @@ def wfbench_session(
                 run_session(cell, wfbench_sandbox, wfbench_setup.workspace, wfbench_setup.home,
                             result, admitted_chars=sweep.options.admitted_output_chars)
             record.session_completed = True
+            sweep.session_completed(cell)
     finally:
         _record_session(record, result)
     return result
@@ -301,12 +302,14 @@ def wfbench_evidence(
 def large_sources(final: FinalTree, changed: tuple[str, ...]) -> dict[str, str]:
     """The text of changed Python sources too large for the patch (read from the
     captured tree, up to MAX_SCANNED_BYTES), so the suspicion scan reads them too."""
-    sources = {}
+    sources: dict[str, str] = {}
+    budget = MAX_SCANNED_BYTES  # in all: the scan stops there too, and says so
     for large in final.capture.large_files:
-        if large.path.endswith((".py", ".pyw", ".pth")) and any(
+        if budget > 0 and large.path.endswith((".py", ".pyw", ".pth")) and any(
                 f": {large.path} (" in note for note in changed):
-            content = read_regular(final.path, PurePosixPath(large.path), MAX_SCANNED_BYTES)
-            sources[large.path] = (content or b"").decode("utf-8", "replace")
+            content = read_regular(final.path, PurePosixPath(large.path), budget) or b""
+            budget -= len(content)
+            sources[large.path] = content.decode("utf-8", "replace")
     return sources
 
 

@@ -18,6 +18,7 @@ import json
 import os
 import secrets
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -48,6 +49,7 @@ from pytest_wfbench.workspace.template import Template, tree_digest
 
 EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
 MAX_OUTCOMES_BYTES = 32 << 20
+"""What the harness keeps of the reporter's records (a flood is cut, not stored)."""
 EMPTY_CONFIG = "[pytest]\n"
 
 
@@ -130,10 +132,7 @@ def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sand
     if config_name is None:
         (judge / "pytest.ini").write_text(EMPTY_CONFIG)
     judge_mount = Mount(judge, f"/wfbench-{secrets.token_hex(12)}")
-    reports = stage / "reports"
-    reports.mkdir()
-    reports_mount = Mount(reports, f"/wfbench-{secrets.token_hex(12)}", writable=True)
-    mounts += [judge_mount, reports_mount]
+    mounts.append(judge_mount)
     judge_dir = sandbox.mount_path(judge_mount)
     config = f"{workspace}/{config_name}" if config_name else f"{judge_dir}/pytest.ini"
     env["WFBENCH_JUDGE_IMPORTS"] = f"{judge_dir}/imports.json"
@@ -141,26 +140,55 @@ def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sand
                     extra_addopts=(*oracle_addopts(workspace, config), *addopts), extra=env,
                     bytecode=sandbox.mount_path(mounts[0]) if bytecode is not None else None)
     key = secrets.token_bytes(32)
-    inherit: tuple[int, ...] = ()
-    if not task.oracle.exit_code_only:
-        # The reporter's key reaches the judge through a descriptor its
-        # sitecustomize reads and closes before any other code runs.
-        key_fd = os.memfd_create("wfbench-judge-key", 0)
-        os.write(key_fd, key)
-        inherit = (key_fd,)
-        reports_dir = sandbox.mount_path(reports_mount)
-        env.update({"WFBENCH_JUDGE_KEY_FD": str(key_fd),
-                    "WFBENCH_JUDGE_OUTCOMES": f"{reports_dir}/outcomes.jsonl"})
+    channel = None if task.oracle.exit_code_only else ResultChannel(key)
+    if channel is not None:
+        env.update(channel.env())
     try:
         result = sandbox.run(task.oracle.command, workspace=tree, writable=False, network=False,
                              timeout_s=task.timeout_s, env=env, mounts=mounts,
-                             inherit_fds=inherit)
+                             inherit_fds=channel.child_fds() if channel else ())
     finally:
-        for fd in inherit:
-            os.close(fd)
-    outcomes = fs.read_regular(reports, PurePosixPath("outcomes.jsonl"), MAX_OUTCOMES_BYTES)
+        outcomes = channel.close() if channel is not None else b""
     return _Run(exit_ok=result.ok, timed_out=result.timed_out,
-                outcomes=parse_outcomes((outcomes or b"").decode("utf-8", "replace"), key))
+                outcomes=parse_outcomes(outcomes.decode("utf-8", "replace"), key))
+
+
+class ResultChannel:
+    """The oracle's reporter's way out, with no file the oracle can write: its
+    key goes in through a pipe that the first reader empties (so nothing else
+    can read it after), its records come out through another pipe that a
+    thread drains, keeping at most MAX_OUTCOMES_BYTES."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key_read, key_write = os.pipe()
+        os.write(key_write, key)
+        os.close(key_write)
+        self._out_read, self._out_write = os.pipe()
+        self._kept = bytearray()
+        self._thread = threading.Thread(target=self._drain, name="wfbench-oracle-results",
+                                        daemon=True)
+        self._thread.start()
+
+    def env(self) -> dict[str, str]:
+        return {"WFBENCH_JUDGE_KEY_FD": str(self._key_read),
+                "WFBENCH_JUDGE_OUTCOMES_FD": str(self._out_write)}
+
+    def child_fds(self) -> tuple[int, int]:
+        return self._key_read, self._out_write
+
+    def _drain(self) -> None:
+        while chunk := os.read(self._out_read, 1 << 16):
+            if len(self._kept) < MAX_OUTCOMES_BYTES:
+                self._kept += chunk[: MAX_OUTCOMES_BYTES - len(self._kept)]
+
+    def close(self) -> bytes:
+        """After the command: every process that held the pipe is gone, so the
+        drain ends once the harness's own ends are closed."""
+        os.close(self._key_read)
+        os.close(self._out_write)
+        self._thread.join()
+        os.close(self._out_read)
+        return bytes(self._kept)
 
 
 def run_oracle(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,

@@ -282,6 +282,7 @@ class SweepHooks:
         """Cells selected but without a row (the sweep stopped, or the worker
         running one died): never silent absence."""
         recorded = recorded_cell_ids(self.sweep.store.results, self.sweep.sweep_id)
+        completed = self.sweep.completed_sessions()
         by_id = self.sweep.all_cells()
         pending: list[tuple[AnyCell, CellRecord]] = []
         for cell_id, nodeid in selected.items():
@@ -292,8 +293,14 @@ class SweepHooks:
                 record = CellRecord(cell_id=cell_id, started=0.0)
                 if isinstance(cell, ScenarioCell):
                     record.lane = "tool-cost"
-                record.fail("infra-error", "the process running this cell died (e.g. an xdist "
-                            "worker crashed) before it recorded a row")
+                if cell_id in completed:
+                    # Judging what the arm left killed its process: counted.
+                    record.session_completed = True
+                    record.fail("evidence-tampered", "the process judging this cell died (e.g. "
+                                "an xdist worker was killed) after its session had completed")
+                else:
+                    record.fail("infra-error", "the process running this cell died (e.g. an "
+                                "xdist worker crashed) before it recorded a row")
             else:
                 record = self.sweep.skip_record(cell, NOT_RUN)
             pending.append((cell, record))

@@ -306,6 +306,23 @@ class Sweep:
         return {name: subject_version(subject) if shutil.which(subject.binary) else None
                 for name, subject in subjects.items()}
 
+    def session_completed(self, cell: AnyCell) -> None:
+        """Note, outside any process that may die judging the cell, that its
+        session completed: a crash from here on cannot make it excluded."""
+        self._append_line(self.identity.work_dir / "sessions.tsv", f"{cell.cell_id}\n")
+
+    def completed_sessions(self) -> set[str]:
+        path = self.identity.work_dir / "sessions.tsv"
+        return set(path.read_text().split()) if path.exists() else set()
+
+    @staticmethod
+    def _append_line(path: Path, line: str) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
     def cell_dir(self, cell: AnyCell) -> Path:
         """A new private directory for one cell. Its name is random, so that a
         session cannot tell its task or arm from where it is mounted; the work
@@ -314,13 +331,7 @@ class Sweep:
         cells.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = cells / secrets.token_hex(8)
         path.mkdir(mode=0o700)
-        line = f"{cell.cell_id}\t{path.name}\n".encode()
-        fd = os.open(self.identity.work_dir / "cells.tsv", os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-                     0o600)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+        self._append_line(self.identity.work_dir / "cells.tsv", f"{cell.cell_id}\t{path.name}\n")
         return path
 
     def build_row(self, cell: AnyCell, record: CellRecord, duration_s: float) -> Row:

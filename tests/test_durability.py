@@ -18,8 +18,14 @@ import pytest
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if "{before}" in item.nodeid:  # before the cell's session
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):
-    if "{victim}" in item.nodeid:
+    if "{after}" in item.nodeid:  # its session completed, judged
         os.kill(os.getpid(), signal.SIGKILL)
 '''
 RAISER = '''
@@ -40,9 +46,9 @@ def pytest_configure(config):
 
 
 def test_killing_a_worker_keeps_finished_rows_exactly_once(pytester: pytest.Pytester) -> None:
-    tasks = [task_yaml(f"task-{i}") for i in range(4)]
+    tasks = [task_yaml(f"task-{i}") for i in range(5)]
     suite = write_suite(pytester.path, tasks=tasks, arms=["gold"])
-    pytester.makeconftest(KILLER.format(victim="task-2-gold-r1"))
+    pytester.makeconftest(KILLER.format(before="task-2-gold-r1", after="task-4-gold-r1"))
     result = pytester.runpytest_subprocess(*suite.args("-n", "2", "-p", "xdist"))
     result.stdout.fnmatch_lines(["*worker*crashed*"])
     counts = Counter(row["cell_id"] for row in suite.rows())
@@ -52,6 +58,11 @@ def test_killing_a_worker_keeps_finished_rows_exactly_once(pytester: pytest.Pyte
         assert suite.row(cell_id)["resolved"] is True
     crashed = suite.row("task-2-gold-r1")
     assert crashed["error_kind"] == "infra-error" and "died" in crashed["error_detail"]
+    assert crashed["counted"] is False
+    # Dying while judging what the arm left cannot make the cell excluded.
+    judged = suite.row("task-4-gold-r1")
+    assert judged["error_kind"] == "evidence-tampered" and judged["counted"] is True
+    assert "after its session had completed" in judged["error_detail"]
     assert (suite.out / "report.md").exists()
 
 

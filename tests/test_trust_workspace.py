@@ -109,6 +109,13 @@ def test_what_an_arm_leaves_cannot_turn_its_loss_into_an_excluded_run(
         "line-separators": "python -c \"import os; os.makedirs('x\\u2028y/__pycache__')\" && "
                            "printf 'def test_sep():\\n    assert 0, \"\\\\u2028\\\\u2029\"\\n'"
                            " > tests/test_sep.py",
+        # sources the scan must read, and caches the capture must pass over, in
+        # bounded memory and time
+        "large-sources": "mkdir big && for i in $(seq 16); do head -c 1M /dev/zero | "
+                         "tr '\\0' '\\n' > big/m$i.py; done",
+        "cache-flood": "for c in $(seq 40); do d=chain$c; for i in $(seq 50); do "
+                       "d=$d/.pytest_cache; done; mkdir -p $d; done && mkdir links && "
+                       "for i in $(seq 2000); do ln -s ../calc.py links/l$i; done",
     }
     suite, result = run_arms(pytester, suite_factory, arms)
     for arm in arms:
@@ -297,3 +304,33 @@ def test_a_session_cannot_tell_its_task_arm_sweep_or_host_paths(
                    str(suite.out)):
         assert secret not in loot.replace("fix-add-armname-q7x-r1", ""), secret
     assert os.sep + "cells" + os.sep in loot  # cell folders appear, by random names only
+
+
+ORACLE_WRITER = '''
+# Refuse to be imported where a folder of the host can be written: the
+# judges then fail, and so does the cell.
+for _line in open("/proc/self/mountinfo"):
+    _fields = _line.split()
+    _point, _kind = _fields[4], _fields[_fields.index("-") + 1]
+    if _kind in ("tmpfs", "proc", "devpts", "mqueue", "sysfs", "devtmpfs"):
+        continue
+    try:
+        with open(_point.rstrip("/") + "/WFBENCH-ORACLE-WROTE-HERE", "w") as _out:
+            _out.write("x")
+    except OSError:
+        continue
+    raise RuntimeError("a host folder is writable here: " + _point)
+'''
+
+
+def test_the_judges_have_no_writable_host_folder(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """Code the judges import may write only to their private /tmp and HOME
+    (sized tmpfs): the reporter's records leave through a pipe, not a folder."""
+    arms = {"writer": "sed -i 's/a - b/a + b/' calc.py && cat >> calc.py <<'WFBENCH_EOF'\n"
+                      + ORACLE_WRITER + "WFBENCH_EOF\n"}
+    suite, _ = run_arms(pytester, suite_factory, arms)
+    row = suite.row("fix-add-writer-r1")
+    assert row["resolved"] is True, row["error_detail"]
+    assert list(pytester.path.rglob("WFBENCH-ORACLE-WROTE-HERE")) == []

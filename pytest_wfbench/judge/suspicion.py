@@ -10,11 +10,19 @@ visible: a resolved cell whose patch matches any rule below carries
 
 from __future__ import annotations
 
+import codecs
+import itertools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 MAX_FINDINGS = 20
+MAX_SCANNED_BYTES = 32 << 20
+# Characters some readers take for line breaks: a carriage return ends a line
+# for Python but not for git or a diff viewer; the others split lines for
+# str.splitlines() and some editors.
+HIDDEN_BREAK = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 # Rules on every added line of the patch, any file.
 LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (reason, re.compile(pattern)) for reason, pattern in (
@@ -23,13 +31,13 @@ LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("pytest plugin registration", r"\bpytest_plugins\b|\bpluginmanager\b"),
         ("test outcome or exit status changed",
          r"\.outcome\s*=|\bexitstatus\b|\bshouldfail\b|\bshouldstop\b|\bTestReport\b"),
-        ("process exit or kill", r"\bos\._exit\b|\bos\.kill\b|\bos\.abort\b|\bkillpg\b|"
+        ("process exit or kill", r"\b_exit\b|\bos\.kill\b|\bos\.abort\b|\bkillpg\b|"
                                  r"\bSIGKILL\b|\bpytest\.exit\b"),
         ("entry-point metadata", r"\bentry_points\b|\.dist-info\b|\.egg-info\b|"
                                  r"\bimportlib\.metadata\b|\bpkg_resources\b"),
         ("interpreter start-up files", r"\bsitecustomize\b|\busercustomize\b|\.pth\b|"
                                        r"\bPYTHONSTARTUP\b"),
-        ("reads /proc", r"/proc/"),
+        ("reads /proc", r"/proc\b"),
         ("the judge's names or environment variables",
          r"(?i:wfbench)|\bPYTEST_(?:ADDOPTS|PLUGINS|CURRENT_TEST|DISABLE_PLUGIN_AUTOLOAD)\b"),
         ("builtins patched", r"\bbuiltins\b|__builtins__|\b__import__\b"),
@@ -39,7 +47,9 @@ LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                                           r"getouterframes)\b|\bf_back\b|\bf_locals\b|"
                                           r"\bf_globals\b|\bgc\.get_(?:objects|referrers)\b|"
                                           r"__closure__|__code__|__globals__"),
-        ("dynamic code", r"(?<![.\w])(?:exec|eval|compile)\s*\(|\bmarshal\b"),
+        ("dynamic code", r"(?<![.\w])(?:exec|eval|compile)\s*\(|\bmarshal\b|"
+                         r"\bspec_from_file_location\b|\bexec_module\b|\bload_module\b|"
+                         r"\bSource(?:less)?FileLoader\b|\brunpy\b|\bimportlib\.machinery\b"),
         ("reads cache folders", r"__pycache__|\.pytest_cache|\.mypy_cache|\.ruff_cache"),
         ("tracing or audit hooks", r"\bsys\.(?:settrace|setprofile|addaudithook)\b|"
                                    r"\bthreading\.settrace\b"),
@@ -54,6 +64,9 @@ CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 PLAIN_ENCODINGS = frozenset({"utf-8", "utf8", "utf_8", "ascii", "us-ascii", "latin-1",
                              "latin1", "latin_1", "iso-8859-1", "iso8859-1", "iso-8859-15"})
 IMPORTABLE = (".py", ".pyw", ".pth", ".so", ".pyd")
+# Links that leave the workspace for these (as the oracle's sandbox resolves
+# them) reach the judge's processes, descriptors or mounts.
+SENSITIVE_TARGET = re.compile(r" -> /(?:$|proc|dev|sys|run|tmp|oracle|wfbench|home)")
 # Files whose mere presence changes how Python or pytest behave.
 FILE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (reason, re.compile(pattern)) for reason, pattern in (
@@ -75,14 +88,24 @@ class AddedLine:
     text: str
 
 
+def _unquote(path: str) -> str:
+    """A path as git writes it in a patch: C-quoted when it holds odd characters."""
+    if len(path) >= 2 and path.startswith('"') and path.endswith('"'):
+        raw = codecs.escape_decode(path[1:-1].encode("utf-8", "surrogateescape"))[0]
+        return raw.decode("utf-8", "replace")
+    return path
+
+
 def added_lines(patch: str) -> Iterator[AddedLine]:
-    """Every added line of a git patch, with its file and line number."""
+    """Every added line of a git patch, with its file and line number. Lines
+    end at "\\n" only, as for git: a carriage return or a Unicode separator
+    inside a line does not end it here either."""
     path, number = "", 0
-    for line in patch.splitlines():
+    for line in patch.split("\n"):
         if line.startswith("diff --git "):
             path, number = "", 0
         elif line.startswith("+++ "):
-            target = line[4:].strip()
+            target = _unquote(line[4:].strip())
             path = target[2:] if target.startswith("b/") else target
         elif line.startswith("@@"):
             match = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)", line)
@@ -95,14 +118,26 @@ def added_lines(patch: str) -> Iterator[AddedLine]:
 
 
 def changed_paths(patch: str) -> list[str]:
-    """Paths the patch adds or changes (binary ones included)."""
+    """Paths the patch adds or changes (binary ones included), unquoted."""
     paths = []
-    for line in patch.splitlines():
-        if line.startswith("diff --git "):
+    for line in patch.split("\n"):
+        if line.startswith("+++ ") or line.startswith("--- "):
+            target = _unquote(line[4:].strip())
+            if target.startswith(("a/", "b/")):
+                paths.append(target[2:])
+        elif line.startswith(("rename to ", "copy to ")):
+            paths.append(_unquote(line.split(" to ", 1)[1]))
+        elif line.startswith("diff --git ") and line.count('"') == 0:
             match = re.match(r"diff --git a/(.*) b/(.*)$", line)
             if match:
                 paths.append(match.group(2))
-    return paths
+    return sorted(set(paths))
+
+
+def _source_lines(large_sources: Mapping[str, str]) -> Iterator[AddedLine]:
+    for path, text in large_sources.items():
+        for number, line in enumerate(text.split("\n"), start=1):
+            yield AddedLine(path, number, line)
 
 
 def scan_patch(patch: str, notes: Iterable[str] = (),
@@ -110,7 +145,8 @@ def scan_patch(patch: str, notes: Iterable[str] = (),
     """The reasons this patch looks like it reaches into its judges (empty when
     it does not), each with where it was seen; at most MAX_FINDINGS.
     ``large_sources`` are changed files too large for the patch, by path, with
-    their text: scanned like added lines."""
+    their text: scanned like added lines. At most MAX_SCANNED_BYTES are read;
+    a patch with more is suspicious for that alone."""
     findings: list[str] = []
     seen: set[tuple[str, str]] = set()
 
@@ -123,25 +159,40 @@ def scan_patch(patch: str, notes: Iterable[str] = (),
         for reason, pattern in FILE_RULES:
             if pattern.search(path):
                 add(reason, path, path)
-    lines = list(added_lines(patch))
-    for path, text in (large_sources or {}).items():
-        lines += [AddedLine(path, number, line)
-                  for number, line in enumerate(text.splitlines(), start=1)]
-    for line in lines:
-        where = f"{line.path}:{line.number}"
-        for reason, pattern in LINE_RULES:
-            if pattern.search(line.text):
-                add(reason, where, line.path)
-        if line.path.endswith(".py"):
-            if EXIT_AT_IMPORT.match(line.text):
-                add("process exit at import", where, line.path)
-            coding = CODING.match(line.text) if line.number <= 2 else None
-            if coding and coding.group(1).lower() not in PLAIN_ENCODINGS:
-                add(f"unusual source encoding {coding.group(1)!r}", where, line.path)
+    scanned = 0
+    for line in itertools.chain(added_lines(patch), _source_lines(large_sources or {})):
+        scanned += len(line.text) + 1
+        if scanned > MAX_SCANNED_BYTES:
+            add("too large to scan in full", f"{MAX_SCANNED_BYTES:,} bytes scanned", "")
+            break
+        _scan_line(line, add)
     for note in notes:
         if note.startswith(("nested repository", "special file")):
             add(note.split(":")[0], note.split(": ", 1)[-1], note)
+        elif note.startswith("link out of the workspace") and SENSITIVE_TARGET.search(note):
+            add("link into the judge's system (/proc, /dev, /sys, /run, /tmp, the root)",
+                note.split(": ", 1)[-1], note)
         elif note.startswith("large file") and note.split(": ", 1)[-1].split(" (")[0].endswith(
                 IMPORTABLE):
             add("large importable file, not in the patch", note.split(": ", 1)[-1], note)
     return findings
+
+
+def _scan_line(line: AddedLine, add: Callable[[str, str, str], None]) -> None:
+    where = f"{line.path}:{line.number}"
+    # Python reads identifiers NFKC-normalized (fullwidth letters spell exec): so do we.
+    text = unicodedata.normalize("NFKC", line.text)
+    for reason, pattern in LINE_RULES:
+        if pattern.search(text):
+            add(reason, where, line.path)
+    if not line.path.endswith((".py", ".pyw")):
+        return
+    if HIDDEN_BREAK.search(line.text):
+        add("a line break only Python sees (hides code from the patch's readers)", where,
+            line.path)
+    for number, statement in enumerate(re.split(r"\r\n?", text), start=line.number):
+        if EXIT_AT_IMPORT.match(statement):
+            add("process exit at import", where, line.path)
+        coding = CODING.match(statement) if number <= 2 else None
+        if coding and coding.group(1).lower() not in PLAIN_ENCODINGS:
+            add(f"unusual source encoding {coding.group(1)!r}", where, line.path)

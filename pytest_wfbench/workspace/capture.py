@@ -29,6 +29,7 @@ from pytest_wfbench.workspace.fs import (
 )
 
 GIB = 1 << 30
+CACHE_DIRS = frozenset({".pytest_cache", ".mypy_cache", ".ruff_cache"})
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,8 @@ class Capture:
     large_files: list[LargeFile] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)
     """Every symlink copied, with its target as written."""
-    directories: dict[str, list[str]] = field(default_factory=dict)
-    """Directory names (by name) where they occur, for the caches the evidence leaves out."""
+    caches_left_out: int = 0
+    """Cache folders and bytecode files not captured (CACHE_DIRS, ``__pycache__/*.pyc``)."""
 
 
 def _copy_data(src_fd: int, dst_fd: int, size: int) -> None:
@@ -137,8 +138,9 @@ def capture_tree(source: Path, target: Path, bounds: TreeBounds) -> Capture:
     """Copy the arm's tree at ``source`` into a new directory ``target``:
     directories, regular files (contents and the executable bit) and symlinks
     (as links, never followed). The top-level ``.git`` is left out (the
-    harness has its own history of the base); nested repositories' ``.git``
-    entries and special files are left out and listed. Raises
+    harness has its own history of the base), and so are caches judges never
+    load; nested repositories' ``.git`` entries and special files are left out
+    and listed. Raises
     :class:`TreeLimitExceeded` past a bound."""
     capture = Capture()
     started = time.monotonic()
@@ -172,10 +174,12 @@ def capture_tree(source: Path, target: Path, bounds: TreeBounds) -> Capture:
                         continue
                     info = entry.stat(follow_symlinks=False)
                     mode = info.st_mode
+                    if _cache_entry(entry.name, parts, mode):
+                        capture.caches_left_out += 1
+                        continue
                     if stat.S_ISDIR(mode):
                         os.mkdir(entry.name, 0o755, dir_fd=dst)
                         queue.append((*parts, entry.name))
-                        capture.directories.setdefault(entry.name, []).append(relative)
                     elif stat.S_ISLNK(mode):
                         link_target = os.readlink(entry.name, dir_fd=src)
                         os.symlink(link_target, entry.name, dir_fd=dst)
@@ -193,6 +197,15 @@ def capture_tree(source: Path, target: Path, bounds: TreeBounds) -> Capture:
     capture.special_files.sort()
     capture.nested_git.sort()
     return capture
+
+
+def _cache_entry(name: str, parts: tuple[str, ...], mode: int) -> bool:
+    """What every test run leaves and judges never load: tools' cache folders and
+    bytecode files. Left out of the capture, so the evidence and the oracle see
+    the same tree, and no code can hide in it."""
+    if stat.S_ISDIR(mode) and name in CACHE_DIRS:
+        return True
+    return stat.S_ISREG(mode) and "__pycache__" in parts and name.endswith((".pyc", ".pyo"))
 
 
 def _capture_file(name: str, relative: str, info: os.stat_result, src: int, dst: int,

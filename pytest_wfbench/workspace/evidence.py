@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_wfbench.git import run_git
+from pytest_wfbench.redact import neutralize
 from pytest_wfbench.workspace.capture import Capture, TreeBounds, capture_tree
 from pytest_wfbench.workspace.fs import remove_tree
 from pytest_wfbench.workspace.template import Template
@@ -30,12 +31,6 @@ from pytest_wfbench.workspace.template import Template
 # (filters, encodings, "binary" diffs): the private git dir's info/attributes
 # outranks every attributes file in the work tree.
 NEUTRAL_ATTRIBUTES = "* -text -filter -ident -working-tree-encoding !diff !eol !merge\n"
-# What every test run leaves and judges never load: bytecode (judges compile to
-# a private prefix and load no .pyc from the workspace) and tools' caches (the
-# cache provider is off). Left out of the patch and noted, unless a link in the
-# tree reaches into one. Anything else in a __pycache__ folder is shown.
-BYTECODE = "**/__pycache__/**/*.py[co]"
-CACHE_DIRS = (".pytest_cache", ".mypy_cache", ".ruff_cache")
 MAX_PATCH_BYTES = 16 << 20
 MAX_NOTES = 50
 
@@ -63,42 +58,26 @@ class _Tree:
 
 
 def shown(path: str) -> str:
-    """A path as one line of a note (an arm chooses its names)."""
-    return path.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace(
-        "\t", "\\t")
-
-
-def _links_reach_caches(capture: Capture, caches: list[str]) -> bool:
-    """Whether a link in the tree could reach a cache: one that points into one,
-    or whose target cannot be placed inside the tree (absolute, or out of it)."""
-    for relative, target in capture.links:
-        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(relative), target))
-        if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
-            return True
-        if "__pycache__" in resolved.split("/"):
-            return True
-        if any(resolved == c or resolved.startswith(c + "/") or c.startswith(resolved + "/")
-               for c in caches):
-            return True
-    return False
+    """A path as one line of a note, with no control character (an arm chooses
+    its names; the notes head a patch people read)."""
+    return neutralize(path.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t"))
 
 
 def _plan(capture: Capture, exclude: Sequence[str]) -> _Tree:
     plan = _Tree(pathspecs=["."])
     plan.pathspecs += [f":(exclude,glob){path}/**" for path in exclude]
-    caches = sorted(path for name in CACHE_DIRS for path in capture.directories.get(name, []))
-    if not _links_reach_caches(capture, caches):
-        plan.pathspecs.append(f":(exclude,glob){BYTECODE}")
-        plan.pathspecs += [f":(exclude,literal){c}" for c in caches]
-        if caches or "__pycache__" in capture.directories:
-            listed = [shown(cache) for cache in caches[:10]]
-            plan.notes.append("bytecode and tool caches left out of the patch"
-                              f"{': ' + ', '.join(listed) if listed else ''}"
-                              f"{' ...' if len(caches) > 10 else ''}")
+    if capture.caches_left_out:
+        plan.notes.append(f"{capture.caches_left_out} cache folders and bytecode files not "
+                          "captured (judges never load them; the oracle did not see them)")
     plan.pathspecs += [f":(exclude,literal){f.path}" for f in capture.large_files]
     plan.notes += [f"nested repository, its .git not diffed (its files are): {shown(path)}"
                    for path in capture.nested_git]
     plan.notes += [f"special file not copied: {shown(path)}" for path in capture.special_files]
+    for path, target in capture.links:
+        resolved = posixpath.normpath(posixpath.join("/workspace", posixpath.dirname(path),
+                                                     target))
+        if resolved != "/workspace" and not resolved.startswith("/workspace/"):
+            plan.notes.append(f"link out of the workspace: {shown(path)} -> {shown(resolved)}")
     return plan
 
 

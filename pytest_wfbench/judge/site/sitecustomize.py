@@ -114,26 +114,34 @@ def _workspace_hook(entry: str) -> FileFinder:
 
 def _load_reporter() -> None:
     """For the oracle: load the result reporter under a random name, with the
-    key read from the descriptor the harness passed (then closed), and ask
-    pytest to load it. A process without the key (one the oracle's pytest
-    starts, e.g. an xdist worker, inherits the name) gets an inert copy."""
+    key read from the pipe the harness passed (then closed) and the pipe it
+    writes its records to, and ask pytest to load it. A process without the key
+    (one the oracle's pytest starts, e.g. an xdist worker, inherits the name)
+    gets an inert copy. One pytest run per oracle command reports: the key can
+    be read once."""
     addopts = os.environ.get("PYTEST_ADDOPTS", "")
     inherited = [word for word in addopts.split() if word.startswith("wfbench_r")]
-    descriptor = os.environ.pop("WFBENCH_JUDGE_KEY_FD", None)
-    path = os.environ.pop("WFBENCH_JUDGE_OUTCOMES", None)
-    key = None
-    if descriptor is not None:
+    key_fd = os.environ.pop("WFBENCH_JUDGE_KEY_FD", None)
+    out_fd = os.environ.pop("WFBENCH_JUDGE_OUTCOMES_FD", None)
+    key, out = b"", None
+    if key_fd is not None and out_fd is not None:
         try:
-            fd = int(descriptor)
-            key = os.pread(fd, 64, 0)
-            os.close(fd)
+            # A pipe: once read here, nothing is left in it for anyone else.
+            while len(key) < 32:
+                chunk = os.read(int(key_fd), 32 - len(key))
+                if not chunk:
+                    break
+                key += chunk
+            os.close(int(key_fd))
+            out = int(out_fd)
+            os.set_inheritable(out, False)
         except (ValueError, OSError):
-            key = None
-    if key:
+            key, out = b"", None
+    if len(key) == 32 and out is not None:
         name = "wfbench_r" + os.urandom(8).hex()
         os.environ["PYTEST_ADDOPTS"] = f"{addopts} -p {name}".strip()
     elif inherited:
-        name = inherited[0]
+        name, key, out = inherited[0], b"", None
     else:
         return
     import importlib.util
@@ -144,7 +152,7 @@ def _load_reporter() -> None:
         return
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.open_channel(module, key, path)
+    module.open_channel(module, key or None, out)
     sys.modules[name] = module
 
 

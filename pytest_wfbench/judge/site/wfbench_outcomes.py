@@ -1,13 +1,14 @@
 """The oracle's result reporter: a pytest plugin that writes every test result,
-the run's mode and its end, one authenticated JSON line each, into a file
-outside the workspace that the harness reads after the run.
+the run's mode and its end, one authenticated JSON line each, into a pipe the
+harness drains (no file the oracle could write to).
 
 The harness passes an oracle only on what this reports: each expected test
 reported as passed, by a real run (not a collection) that reached its end.
 The channel is made hard to forge from the code under test, which runs in the
 same process: ``sitecustomize`` loads this file at start-up under a random
 module name, with a key it read from a descriptor and closed before any other
-code ran; every record carries an HMAC with that key and a sequence number,
+code ran (a pipe, emptied by that read); every record carries an HMAC with
+that key and a sequence number,
 and the harness drops any line that does not verify. The key and the
 descriptor live only in the closures :func:`open_channel` makes.
 
@@ -48,8 +49,7 @@ def outcome_id(path: str, nodeid: str) -> str:
     return name + separator + rest
 
 
-def _writer(key: bytes, path: str) -> Callable[[dict[str, Any]], None]:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+def _writer(key: bytes, fd: int) -> Callable[[dict[str, Any]], None]:
     run = os.urandom(8).hex()
     seq = [0]
 
@@ -63,11 +63,11 @@ def _writer(key: bytes, path: str) -> Callable[[dict[str, Any]], None]:
     return write
 
 
-def open_channel(module: types.ModuleType, key: bytes | None, path: str | None) -> None:
+def open_channel(module: types.ModuleType, key: bytes | None, fd: int | None) -> None:
     """Give ``module`` (this file, loaded under a random name) its pytest hooks.
     Without a key (a process the oracle's pytest started, e.g. an xdist
     worker) they report nothing."""
-    write = _writer(key, path) if key and path else None
+    write = _writer(key, fd) if key and fd is not None else None
     state: dict[str, Any] = {}
 
     def emit(record: dict[str, Any]) -> None:
