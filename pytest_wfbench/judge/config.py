@@ -72,6 +72,7 @@ def reset_test_configuration(judged: Path, base: Path) -> list[str]:
     return changed
 
 
+@functools.lru_cache(maxsize=64)
 def root_config_file(base: Path) -> str | None:
     """The configuration file pytest finds at the project's root at its base
     (relative to it), by pytest's own rules; None when there is none."""
