@@ -334,3 +334,39 @@ def test_the_judges_have_no_writable_host_folder(
     row = suite.row("fix-add-writer-r1")
     assert row["resolved"] is True, row["error_detail"]
     assert list(pytester.path.rglob("WFBENCH-ORACLE-WROTE-HERE")) == []
+
+
+def test_the_skills_fingerprint_reads_an_arms_folder_safely(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a session the skills folder is the arm's (the read-only mount's
+    parent can be swapped): fingerprinting it follows no link, opens no special
+    file, stops at its bounds, and never raises."""
+    from pytest_wfbench.skills import SKILLS_DIR, fingerprint
+
+    def workspace(name: str) -> Path:
+        path = tmp_path / name
+        (path / SKILLS_DIR / "work").mkdir(parents=True)
+        (path / SKILLS_DIR / "work" / "SKILL.md").write_text("skill\n")
+        return path
+
+    plain = workspace("plain")
+    honest = fingerprint(plain)
+    assert len(honest) == 64 and fingerprint(plain) == honest
+    fifo = workspace("fifo")
+    os.mkfifo(fifo / SKILLS_DIR / "work" / "pipe")
+    assert fingerprint(fifo) not in (honest, "absent")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".claude").symlink_to(plain / ".claude")
+    assert fingerprint(linked).startswith("unreadable")
+    deep = workspace("deep")
+    monkeypatch.chdir(deep / SKILLS_DIR / "work")
+    for _ in range(200):  # past the bound, within what pytest's own clean-up removes
+        os.mkdir("d")
+        os.chdir("d")
+    monkeypatch.chdir(tmp_path)
+    assert fingerprint(deep).startswith("unreadable")
+    assert fingerprint(tmp_path / "nowhere").startswith("unreadable")
+    (plain / SKILLS_DIR / "work" / "SKILL.md").write_text("changed\n")
+    assert fingerprint(plain) != honest
