@@ -295,7 +295,10 @@ class Sweep:
 
     def templates(self) -> TemplateCache:
         if self._templates is None:
-            self._templates = TemplateCache(self.identity.work_dir, self.sandbox())
+            store = (self.options.cache_dir / "templates"
+                     if self.options.cache_dir is not None else None)
+            self._templates = TemplateCache(self.identity.work_dir, self.sandbox(), store,
+                                            self.sweep_id)
         return self._templates
 
     @functools.cached_property

@@ -15,14 +15,21 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
+from pytest_wfbench import __version__
 from pytest_wfbench.git import GitError, git_text, run_git
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.tasks import RepoSpec, Task
 
 SNAPSHOT_MESSAGE = "wfbench snapshot of a plain directory"
+# What a stored template's key includes besides its inputs: a change to how
+# templates are built makes older ones unusable.
+TEMPLATE_FORMAT = "2"
+MAX_STORE_BYTES = 20 << 30
+MAX_STORE_TEMPLATES = 500
 
 
 class TemplateError(Exception):
@@ -82,11 +89,18 @@ def snapshot_directory(directory: Path, git_dir: Path) -> str:
 class TemplateCache:
     """Builds templates into the sweep's work dir, once each, across processes."""
 
-    def __init__(self, work_dir: Path, sandbox: Sandbox) -> None:
+    def __init__(self, work_dir: Path, sandbox: Sandbox, store: Path | None = None,
+                 sweep_id: str = "") -> None:
+        """``store``: where templates outlive the sweep (the cache dir's
+        ``templates``), or None to keep them in the work dir."""
         self.root = work_dir
         self.sandbox = sandbox
-        for sub in ("sources", "templates", "hidden", "locks"):
+        self.sweep_id = sweep_id
+        for sub in ("sources", "locks"):
             (work_dir / sub).mkdir(parents=True, exist_ok=True)
+        self.store = store if store is not None else work_dir
+        for sub in ("templates", "hidden", "locks"):
+            (self.store / sub).mkdir(parents=True, exist_ok=True)
 
     def _lock(self, name: str) -> FileLock:
         return FileLock(str(self.root / "locks" / f"{name}.lock"))
@@ -130,25 +144,55 @@ class TemplateCache:
         return source, sha
 
     def get(self, task: Task, timings: dict[str, float] | None = None) -> Template:
-        """The task's template, built here if no process built it yet; ``timings``
-        gets the milliseconds spent waiting for the lock and building."""
+        """The task's template, built here if no process (of this sweep or, with a
+        store, of an earlier one) built it yet; ``timings`` gets the milliseconds
+        spent waiting for the lock and building (or checking a stored one)."""
         source, sha = self.resolve(task)
-        name = _key("template", task.repo.location, sha, *task.oracle.hidden_paths,
-                    task.prepare or "")
-        final = self.root / "templates" / name
-        meta = self.root / "templates" / f"{name}.json"
+        name = _key("template", TEMPLATE_FORMAT, __version__, task.repo.location, sha,
+                    *task.oracle.hidden_paths, task.prepare or "")
+        final = self.store / "templates" / name
+        hidden = self.store / "hidden" / name
+        meta = self.store / "templates" / f"{name}.json"
         waiting = time.monotonic()
-        with self._lock(f"template-{name}"):
+        with FileLock(str(self.store / "locks" / f"template-{name}.lock")):
             building = time.monotonic()
-            if not meta.exists():
-                self._build(task, source, sha, final, self.root / "hidden" / name, meta)
-            data = json.loads(meta.read_text())
+            data = self._checked(final, hidden, meta)
+            if data is None:
+                self._build(task, source, sha, final, hidden, meta)
+                data = json.loads(meta.read_text())
+            if data.get("checked_by") != self.sweep_id:
+                data["checked_by"] = self.sweep_id
+                meta.write_text(json.dumps(data))
             if timings is not None:
                 timings["template_wait"] = round((building - waiting) * 1000, 1)
                 timings["template_build"] = round((time.monotonic() - building) * 1000, 1)
         return Template(path=final, base_sha=sha, sanitized_sha=data["sanitized_sha"],
-                        hidden_store=self.root / "hidden" / name,
-                        hidden_digest=data["hidden_digest"])
+                        hidden_store=hidden, hidden_digest=data["hidden_digest"])
+
+    def _checked(self, final: Path, hidden: Path, meta: Path) -> dict[str, Any] | None:
+        """A stored template's record, checked once per sweep: its files and its
+        hidden store as built, and its history as sanitized as when it was built.
+        None when there is none, or it does not check (it is then rebuilt)."""
+        if not meta.exists():
+            return None
+        try:
+            data: dict[str, Any] = json.loads(meta.read_text())
+            if data.get("checked_by") == self.sweep_id:
+                return data
+            if tree_digest(final) != data["tree_digest"] or \
+                    tree_digest(hidden) != data["hidden_digest"]:
+                raise TemplateError("its files changed since it was built")
+            check_sanitized(final, set(data["hidden_blobs"]))
+        except (OSError, ValueError, KeyError, GitError, TemplateError) as error:
+            self._log(f"rebuilding {final.name}: the stored template does not check: {error}")
+            meta.unlink(missing_ok=True)
+            return None
+        os.utime(meta)  # recently used (the eviction keeps these)
+        return data
+
+    def _log(self, line: str) -> None:
+        with (self.store / "templates" / "builds.log").open("a", encoding="utf-8") as log:
+            log.write(f"{line}\n")
 
     def _build(self, task: Task, source: Path, sha: str, final: Path, hidden: Path,
                meta: Path) -> None:
@@ -177,8 +221,14 @@ class TemplateCache:
         sanitized = self._fresh_history(building, sha)
         check_sanitized(building, hidden_blobs)
         building.rename(final)
-        meta.write_text(json.dumps({"sanitized_sha": sanitized,
-                                    "hidden_digest": tree_digest(hidden)}))
+        meta.write_text(json.dumps({
+            "sanitized_sha": sanitized, "hidden_digest": tree_digest(hidden),
+            "tree_digest": tree_digest(final), "hidden_blobs": sorted(hidden_blobs),
+            "bytes": _size(final) + _size(hidden), "checked_by": self.sweep_id}))
+        self._log(f"built {final.name} ({task.repo.location} at {sha[:12]}) for sweep "
+                  f"{self.sweep_id}")
+        if self.store != self.root:
+            evict_templates(self.store, keep=final.name)
 
     def _remove_hidden(self, task: Task, source: Path, sha: str, tree: Path,
                        hidden: Path) -> set[str]:
@@ -203,6 +253,35 @@ class TemplateCache:
         (tree / ".git" / "COMMIT_EDITMSG").unlink(missing_ok=True)
         run_git(["gc", "--quiet", "--prune=now"], cwd=tree)
         return git_text(["rev-parse", "HEAD"], cwd=tree)
+
+
+def _size(root: Path) -> int:
+    return sum(p.lstat().st_size for p in root.rglob("*") if not p.is_dir())
+
+
+def evict_templates(store: Path, keep: str, max_bytes: int = MAX_STORE_BYTES,
+                    max_templates: int = MAX_STORE_TEMPLATES) -> None:
+    """Remove the least recently used stored templates beyond the bounds, never
+    one used within the last hour (a concurrent sweep may be cloning it)."""
+    templates = store / "templates"
+    records = []
+    for meta in templates.glob("*.json"):
+        try:
+            size = int(json.loads(meta.read_text()).get("bytes", 0))
+            records.append((meta.stat().st_mtime, size, meta.stem))
+        except (OSError, ValueError):
+            continue
+    records.sort(reverse=True)
+    total = count = 0
+    for used, size, name in records:
+        total, count = total + size, count + 1
+        if name == keep or (total <= max_bytes and count <= max_templates) \
+                or time.time() - used < 3600:
+            continue
+        with FileLock(str(store / "locks" / f"template-{name}.lock")):
+            (templates / f"{name}.json").unlink(missing_ok=True)
+            shutil.rmtree(templates / name, ignore_errors=True)
+            shutil.rmtree(store / "hidden" / name, ignore_errors=True)
 
 
 def check_sanitized(tree: Path, hidden_blobs: set[str]) -> None:
