@@ -102,6 +102,7 @@ def pytest_configure(config: pytest.Config) -> None:
         sweep.bytecode()
     if is_controller(config) and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(sweep), "wfbench-xdist")
+        _steal_work_by_default(config)
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         # Task files without test paths: collect only cells, not the repo's tests.
         # xdist workers decide this again from the same invocation arguments.
@@ -110,6 +111,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SELECTED_KEY] = {}
     config.pluginmanager.register(fixtures, "wfbench-fixtures")
     config.pluginmanager.register(SweepHooks(sweep), "wfbench-sweep")
+
+
+def _steal_work_by_default(config: pytest.Config) -> None:
+    """Cells differ in length by ten times and more (agent sessions): with -n and
+    no --dist of the user's, xdist's work stealing keeps every worker busy to the
+    end, where 'load' can leave one holding the long cells queued behind another."""
+    if getattr(config.option, "dist", "no") != "load":
+        return
+    given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split(),
+             *config.getini("addopts")]
+    if not any(arg == "-d" or arg.startswith("--dist") for arg in given):
+        config.option.dist = "worksteal"
 
 
 class XdistHooks:
