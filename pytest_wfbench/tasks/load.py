@@ -47,6 +47,7 @@ from pytest_wfbench.tasks.reader import (
     Node,
     Reader,
     compose,
+    forget_resolved_paths,
     inside_folder,
     plain,
     relative_repo_path,
@@ -329,6 +330,7 @@ def load_task_file(
     ``known_arms`` are the arms that exist without a definition in the file (the
     built-in scripted arms and the agent presets)."""
     path = path.resolve()
+    forget_resolved_paths()  # within one file only: the files may change between loads
     root = compose(path)
     reader = Reader(path, root, task=None, prefix="")
     reader.check_keys(TOP_KEYS)

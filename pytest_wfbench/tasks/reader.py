@@ -3,6 +3,7 @@ file, the line, the task and the field."""
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -138,12 +139,19 @@ class Reader:
 
 def inside_folder(path: Path, base: Path, reader: Reader, key: str, line: int) -> Path:
     """Resolve ``path`` relative to the task file folder; it must stay inside it."""
-    resolved = (base / path).resolve()
-    if not resolved.is_relative_to(base.resolve()):
+    resolved, inside, exists = _resolve(base, path)
+    if not inside:
         reader.fail(line, f"{path} escapes the task file's folder {base}", field=reader.name(key))
-    if not resolved.exists():
+    if not exists:
         reader.fail(line, f"{resolved} does not exist", field=reader.name(key))
     return resolved
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolve(base: Path, path: Path) -> tuple[Path, bool, bool]:
+    """Tasks of a file share their oracle folders and patches: resolve each once."""
+    resolved = (base / path).resolve()
+    return resolved, resolved.is_relative_to(base.resolve()), resolved.exists()
 
 
 def relative_repo_path(value: str, reader: Reader, key: str, line: int) -> str:
@@ -161,3 +169,7 @@ def plain(node: Node) -> Any:
         return [plain(item) for item in node.value]
     return node.value
 
+
+
+def forget_resolved_paths() -> None:
+    _resolve.cache_clear()
