@@ -25,7 +25,7 @@ import pytest
 from pytest_wfbench.agents.phases import AgentCell, run_agent_arm, token_totals
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.git import GitError
-from pytest_wfbench.judge.suspicion import scan_patch
+from pytest_wfbench.judge.suspicion import changed_paths, scan_patch
 from pytest_wfbench.lanes import run_scenario
 from pytest_wfbench.oracle import OracleResult, run_oracle
 from pytest_wfbench.outcomes import CellFailure, CellVerdict
@@ -294,22 +294,29 @@ def wfbench_evidence(
         record.diff_deletions = churn.deletions
         record.artifacts.append(name)
         record.evidence_notes = list(churn.notes)
-        record.suspicious = scan_patch(churn.patch.decode("utf-8", "replace"), churn.notes,
-                                       large_sources(wfbench_final, churn.large_changed))
+        patch = churn.patch.decode("utf-8", "replace")
+        record.suspicious = scan_patch(patch, churn.notes,
+                                       python_sources(wfbench_final, patch, churn.notes))
     return record
 
 
-def large_sources(final: FinalTree, changed: tuple[str, ...]) -> dict[str, str]:
-    """The text of changed Python sources too large for the patch (read from the
-    captured tree, up to MAX_SCANNED_BYTES), so the suspicion scan reads them too."""
-    sources: dict[str, str] = {}
-    budget = MAX_SCANNED_BYTES  # in all: the scan stops there too, and says so
-    for large in final.capture.large_files:
-        if budget > 0 and large.path.endswith((".py", ".pyw", ".pth")) and any(
-                f": {large.path} (" in note for note in changed):
-            content = read_regular(final.path, PurePosixPath(large.path), budget) or b""
+def python_sources(final: FinalTree, patch: str, notes: tuple[str, ...]) -> dict[str, bytes]:
+    """The changed Python files as they are in the captured tree (the large ones
+    the patch only summarizes included), up to MAX_SCANNED_BYTES in all, so the
+    suspicion scan reads them as Python does."""
+    large = {f.path for f in final.capture.large_files
+             if any(note.startswith("large file") and f": {f.path} (" in note for note in notes)}
+    wanted = [path for path in (*changed_paths(patch), *sorted(large))
+              if path.endswith((".py", ".pyw", ".pth"))]
+    sources: dict[str, bytes] = {}
+    budget = MAX_SCANNED_BYTES  # in all: past it the scan says the rest is unread
+    for path in dict.fromkeys(wanted):
+        if budget <= 0:
+            break
+        content = read_regular(final.path, PurePosixPath(path), budget)
+        if content is not None:
             budget -= len(content)
-            sources[large.path] = content.decode("utf-8", "replace")
+            sources[path] = content
     return sources
 
 

@@ -11,11 +11,12 @@ visible: a resolved cell whose patch matches any rule below carries
 from __future__ import annotations
 
 import codecs
-import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+
+from pytest_wfbench.judge.pysource import decode_source, source_findings
 
 MAX_FINDINGS = 20
 MAX_SCANNED_BYTES = 32 << 20
@@ -32,7 +33,8 @@ LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("test outcome or exit status changed",
          r"\.outcome\s*=|\bexitstatus\b|\bshouldfail\b|\bshouldstop\b|\bTestReport\b"),
         ("process exit or kill", r"\b_exit\b|\bos\.kill\b|\bos\.abort\b|\bkillpg\b|"
-                                 r"\bSIGKILL\b|\bpytest\.exit\b"),
+                                 r"\bSIGKILL\b|\bpytest\.exit\b|\bos\.(?:exec|spawn)\w*|"
+                                 r"\bposix_spawn"),
         ("entry-point metadata", r"\bentry_points\b|\.dist-info\b|\.egg-info\b|"
                                  r"\bimportlib\.metadata\b|\bpkg_resources\b"),
         ("interpreter start-up files", r"\bsitecustomize\b|\busercustomize\b|\.pth\b|"
@@ -42,11 +44,13 @@ LINE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
          r"(?i:wfbench)|\bPYTEST_(?:ADDOPTS|PLUGINS|CURRENT_TEST|DISABLE_PLUGIN_AUTOLOAD)\b"),
         ("builtins patched", r"\bbuiltins\b|__builtins__|\b__import__\b"),
         ("import system patched", r"\bsys\.(?:meta_path|path_hooks|path_importer_cache|"
-                                  r"modules)\b"),
+                                  r"modules)\b|sys\.path\s*(?:\.\w|\[|\+=|=)|\bzipimport\b|"
+                                  r"\bimp\b|\bload_source\b"),
         ("frame or object introspection", r"\bsys\._getframe\b|\binspect\.(?:stack|currentframe|"
                                           r"getouterframes)\b|\bf_back\b|\bf_locals\b|"
                                           r"\bf_globals\b|\bgc\.get_(?:objects|referrers)\b|"
-                                          r"__closure__|__code__|__globals__"),
+                                          r"__closure__|__code__|__globals__|__dict__|"
+                                          r"(?<![.\w])vars\s*\("),
         ("dynamic code", r"(?<![.\w])(?:exec|eval|compile)\s*\(|\bmarshal\b|"
                          r"\bspec_from_file_location\b|\bexec_module\b|\bload_module\b|"
                          r"\bSource(?:less)?FileLoader\b|\brunpy\b|\bimportlib\.machinery\b"),
@@ -88,6 +92,16 @@ class AddedLine:
     text: str
 
 
+@dataclass
+class PatchView:
+    """What a git patch says: its added lines, the paths it changes, and which
+    of them it shows only as binary."""
+
+    added: list[AddedLine]
+    paths: list[str]
+    binary: list[str]
+
+
 def _unquote(path: str) -> str:
     """A path as git writes it in a patch: C-quoted when it holds odd characters."""
     if len(path) >= 2 and path.startswith('"') and path.endswith('"'):
@@ -96,57 +110,89 @@ def _unquote(path: str) -> str:
     return path
 
 
-def added_lines(patch: str) -> Iterator[AddedLine]:
-    """Every added line of a git patch, with its file and line number. Lines
-    end at "\\n" only, as for git: a carriage return or a Unicode separator
-    inside a line does not end it here either."""
-    path, number = "", 0
+def _side(header: str) -> str | None:
+    target = _unquote(header[4:].strip())
+    return target[2:] if target.startswith(("a/", "b/")) else None
+
+
+def _header_path(rest: str) -> str:
+    """The new path of a ``diff --git a/<old> b/<new>`` header (the only place
+    a binary file's path is written)."""
+    if rest.endswith('"'):
+        start = rest.rfind(' "')
+        target = _unquote(rest[start + 1:]) if start >= 0 else ""
+    else:
+        start = rest.rfind(" b/")
+        target = rest[start + 1:] if start >= 0 else ""
+    return target[2:] if target.startswith("b/") else ""
+
+
+HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def read_patch(patch: str, max_bytes: int = MAX_SCANNED_BYTES) -> PatchView:
+    """Parse a git patch as git wrote it: lines end at "\\n" only, and inside a
+    hunk every line is content, whatever it starts with (a "+++ b/" in a file
+    is an added line, not a header). At most ``max_bytes`` of added text."""
+    view = PatchView([], [], [])
+    path, number, old_left, new_left, budget = "", 0, 0, 0, max_bytes
     for line in patch.split("\n"):
+        if old_left > 0 or new_left > 0:
+            if line.startswith("+"):
+                budget -= len(line)
+                if path and budget >= 0:
+                    view.added.append(AddedLine(path, number, line[1:]))
+                number, new_left = number + 1, new_left - 1
+            elif line.startswith("-"):
+                old_left -= 1
+            elif line.startswith("\\"):
+                pass  # "\ No newline at end of file"
+            else:
+                number, old_left, new_left = number + 1, old_left - 1, new_left - 1
+            continue
         if line.startswith("diff --git "):
-            path, number = "", 0
-        elif line.startswith("+++ "):
-            target = _unquote(line[4:].strip())
-            path = target[2:] if target.startswith("b/") else target
+            path = _header_path(line[len("diff --git "):])
+            if path:
+                view.paths.append(path)
+        elif line.startswith(("--- ", "+++ ")):
+            side = _side(line)
+            if side is not None:
+                view.paths.append(side)
+                path = side if line.startswith("+++ ") else path
+        elif line.startswith(("rename to ", "copy to ")):
+            view.paths.append(_unquote(line.split(" to ", 1)[1]))
         elif line.startswith("@@"):
-            match = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)", line)
-            number = int(match.group(1)) if match else 0
-        elif line.startswith("+") and path:
-            yield AddedLine(path, number, line[1:])
-            number += 1
-        elif line.startswith(" "):
-            number += 1
+            match = HUNK.match(line)
+            if match:
+                old_left = int(match.group(1) or 1)
+                number = int(match.group(2))
+                new_left = int(match.group(3) or 1)
+        elif line.startswith(("GIT binary patch", "Binary files ")):
+            view.binary.append(path or "?")
+    view.paths = sorted(set(view.paths))
+    return view
+
+
+def added_lines(patch: str) -> Iterator[AddedLine]:
+    """Every added line of a git patch, with its file and line number."""
+    yield from read_patch(patch).added
 
 
 def changed_paths(patch: str) -> list[str]:
     """Paths the patch adds or changes (binary ones included), unquoted."""
-    paths = []
-    for line in patch.split("\n"):
-        if line.startswith("+++ ") or line.startswith("--- "):
-            target = _unquote(line[4:].strip())
-            if target.startswith(("a/", "b/")):
-                paths.append(target[2:])
-        elif line.startswith(("rename to ", "copy to ")):
-            paths.append(_unquote(line.split(" to ", 1)[1]))
-        elif line.startswith("diff --git ") and line.count('"') == 0:
-            match = re.match(r"diff --git a/(.*) b/(.*)$", line)
-            if match:
-                paths.append(match.group(2))
-    return sorted(set(paths))
-
-
-def _source_lines(large_sources: Mapping[str, str]) -> Iterator[AddedLine]:
-    for path, text in large_sources.items():
-        for number, line in enumerate(text.split("\n"), start=1):
-            yield AddedLine(path, number, line)
+    return read_patch(patch).paths
 
 
 def scan_patch(patch: str, notes: Iterable[str] = (),
-               large_sources: Mapping[str, str] | None = None) -> list[str]:
+               sources: Mapping[str, bytes] | None = None) -> list[str]:
     """The reasons this patch looks like it reaches into its judges (empty when
     it does not), each with where it was seen; at most MAX_FINDINGS.
-    ``large_sources`` are changed files too large for the patch, by path, with
-    their text: scanned like added lines. At most MAX_SCANNED_BYTES are read;
-    a patch with more is suspicious for that alone."""
+
+    ``sources`` are the changed Python files as they are now (read from the
+    captured tree): their added lines are read as Python reads them (decoded
+    with the encoding they declare) and the files parsed, and files too large
+    for the patch are read whole. A changed file the scan cannot read (binary,
+    or large and not Python) is a finding of its own."""
     findings: list[str] = []
     seen: set[tuple[str, str]] = set()
 
@@ -155,27 +201,54 @@ def scan_patch(patch: str, notes: Iterable[str] = (),
             seen.add((reason, path))
             findings.append(f"{reason} ({where})")
 
-    for path in changed_paths(patch):
+    view = read_patch(patch)
+    sources = sources or {}
+    for path in view.paths:
         for reason, pattern in FILE_RULES:
             if pattern.search(path):
                 add(reason, path, path)
-    scanned = 0
-    for line in itertools.chain(added_lines(patch), _source_lines(large_sources or {})):
-        scanned += len(line.text) + 1
-        if scanned > MAX_SCANNED_BYTES:
-            add("too large to scan in full", f"{MAX_SCANNED_BYTES:,} bytes scanned", "")
-            break
-        _scan_line(line, add)
+    for path in view.binary:
+        add("content the scan cannot read (binary)", path, path)
+    by_file: dict[str, list[AddedLine]] = {}
+    for line in view.added:
+        by_file.setdefault(line.path, []).append(line)
+    for path, lines in by_file.items():
+        if path in sources:
+            continue
+        for line in lines:
+            _scan_line(line, add)
+    for path, data in sources.items():
+        _scan_source(path, data, {line.number for line in by_file.get(path, [])}, add)
+    if sum(len(line.text) for line in view.added) >= MAX_SCANNED_BYTES:
+        add("too large to scan in full", f"{MAX_SCANNED_BYTES:,} bytes scanned", "")
     for note in notes:
         if note.startswith(("nested repository", "special file")):
             add(note.split(":")[0], note.split(": ", 1)[-1], note)
         elif note.startswith("link out of the workspace") and SENSITIVE_TARGET.search(note):
             add("link into the judge's system (/proc, /dev, /sys, /run, /tmp, the root)",
                 note.split(": ", 1)[-1], note)
-        elif note.startswith("large file") and note.split(": ", 1)[-1].split(" (")[0].endswith(
-                IMPORTABLE):
-            add("large importable file, not in the patch", note.split(": ", 1)[-1], note)
+        elif note.startswith("large file"):
+            where = note.split(": ", 1)[-1]
+            if where.split(" (")[0] in sources:
+                add("large importable file, not in the patch (read by the scan)", where, note)
+            else:
+                add("content the scan cannot read (large file)", where, note)
     return findings
+
+
+def _scan_source(path: str, data: bytes, added: set[int],
+                 add: Callable[[str, str, str], None]) -> None:
+    """A changed Python file: its added lines (all of them when it is new to the
+    patch's eyes, e.g. too large for it) as Python reads them, then its parse."""
+    text = decode_source(data)
+    lines = text.split("\n")
+    numbers = added or set(range(1, len(lines) + 1))
+    for number in sorted(numbers):
+        if 0 < number <= len(lines):
+            _scan_line(AddedLine(path, number, lines[number - 1]), add)
+    for reason, number in source_findings(text):
+        if number in numbers:
+            add(reason, f"{path}:{number}", path)
 
 
 def _scan_line(line: AddedLine, add: Callable[[str, str, str], None]) -> None:
