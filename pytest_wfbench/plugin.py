@@ -20,6 +20,7 @@ from pytest_wfbench import __version__, cells, fixtures
 from pytest_wfbench.aggregate import Summary, summarize
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.fixtures import RECORD_KEY, SWEEP_KEY
+from pytest_wfbench.lanes import fixtures as lane_fixtures
 from pytest_wfbench.lanes.report import render_lanes, render_lanes_terminal
 from pytest_wfbench.options import add_options, options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
@@ -110,6 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SWEEP_KEY] = sweep
     config.stash[SELECTED_KEY] = {}
     config.pluginmanager.register(fixtures, "wfbench-fixtures")
+    config.pluginmanager.register(lane_fixtures, "wfbench-lane-fixtures")
     config.pluginmanager.register(SweepHooks(sweep), "wfbench-sweep")
 
 
