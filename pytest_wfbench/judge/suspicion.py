@@ -13,7 +13,7 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pytest_wfbench.judge.pysource import decode_source, source_findings
@@ -171,11 +171,6 @@ def read_patch(patch: str, max_bytes: int = MAX_SCANNED_BYTES) -> PatchView:
             view.binary.append(path or "?")
     view.paths = sorted(set(view.paths))
     return view
-
-
-def added_lines(patch: str) -> Iterator[AddedLine]:
-    """Every added line of a git patch, with its file and line number."""
-    yield from read_patch(patch).added
 
 
 def changed_paths(patch: str) -> list[str]:

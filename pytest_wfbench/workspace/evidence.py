@@ -42,11 +42,7 @@ class Churn:
     deletions: int
     patch: bytes
     """The artifact: notes, then the patch (cut at MAX_PATCH_BYTES)."""
-    patch_bytes: int
-    patch_sha256: str
     notes: tuple[str, ...] = ()
-    large_changed: tuple[str, ...] = ()
-    truncated: bool = False
 
 
 @dataclass
@@ -153,8 +149,7 @@ def diff_against_base(template: Template, tree: Path, capture: Capture, scratch:
         notes.append(f"patch cut at {MAX_PATCH_BYTES:,} of {size:,} bytes (sha256 of the "
                      f"whole: {digest})")
     return Churn(files=files, insertions=insertions, deletions=deletions,
-                 patch=_with_notes(notes, patch), patch_bytes=size, patch_sha256=digest,
-                 notes=tuple(notes), large_changed=tuple(large), truncated=truncated)
+                 patch=_with_notes(notes, patch), notes=tuple(notes))
 
 
 def _with_notes(notes: list[str], patch: bytes) -> bytes:
