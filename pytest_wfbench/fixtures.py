@@ -34,10 +34,16 @@ from pytest_wfbench.session import SessionResult, run_session
 from pytest_wfbench.skills import SKILLS_DIR, install_skills
 from pytest_wfbench.sweep import Sweep
 from pytest_wfbench.verify import VerifyResult, run_verify
-from pytest_wfbench.workspace.capture import Capture, TreeLimitExceeded, capture_tree
-from pytest_wfbench.workspace.clone import make_clone
+from pytest_wfbench.workspace.capture import (
+    Capture,
+    TreeBounds,
+    TreeLimitExceeded,
+    capture_tree,
+)
+from pytest_wfbench.workspace.clone import Workspace, make_clone
 from pytest_wfbench.workspace.evidence import diff_against_base
-from pytest_wfbench.workspace.fs import read_regular, remove_tree
+from pytest_wfbench.workspace.fs import remove_tree
+from pytest_wfbench.workspace.layers import JudgedTree, materialize
 from pytest_wfbench.workspace.template import Template, TemplateError
 
 SWEEP_KEY = pytest.StashKey[Sweep]()
@@ -88,15 +94,16 @@ class CellPaths:
     which task or arm the cell is): its workspace and its agent HOME."""
 
     root: Path
-    workspace: Path
+    workspace: Workspace
     home: Path
 
 
 @dataclass(frozen=True)
 class FinalTree:
-    """The harness's own copy of the workspace as the arm left it."""
+    """The harness's own copy of the workspace as the arm left it (a layer over
+    the template when the workspace was layered)."""
 
-    path: Path
+    tree: JudgedTree
     capture: Capture
 
 
@@ -142,15 +149,22 @@ def wfbench_clone(
     anything the arm left there, however deep)."""
     with stage(wfbench_record, "clone"):
         root = wfbench_sweep.cell_dir(wfbench_cell)
-        workspace = make_clone(wfbench_template, root)
+        workspace = make_clone(wfbench_template, root, layered=wfbench_sweep.layered_clones())
+        wfbench_record.clone = workspace.method
         home = root / "home"
         home.mkdir()
         if wfbench_cell.arm.skills is not None:
             wfbench_record.skills_fingerprint = install_skills(wfbench_cell.arm.skills,
-                                                               workspace)
+                                                               workspace.files)
         if wfbench_cell.arm.plugin and wfbench_sweep.plugin is not None:
             wfbench_record.plugin = wfbench_sweep.plugin.to_json()
     yield CellPaths(root=root, workspace=workspace, home=home)
+    if wfbench_sweep.options.keep_workspaces and workspace.layered:
+        # For people: the merged tree as a folder, where a copied one would be.
+        with stage(wfbench_record, "cleanup"):
+            kept = root / "kept-layer"
+            capture_tree(workspace.files, kept, TreeBounds(), layered=True)
+            materialize(JudgedTree(kept, workspace.lower), root / "workspace")
     if not wfbench_sweep.options.keep_workspaces:
         kind = AFTER_SESSION if wfbench_record.session_completed else "cleanup-failure"
         with stage(wfbench_record, "cleanup", kind):
@@ -172,7 +186,7 @@ def wfbench_setup(
     task = wfbench_cell.task
     with stage(wfbench_record, "setup"):
         if task.setup:
-            result = wfbench_sandbox.run(task.setup, workspace=wfbench_clone.workspace,
+            result = wfbench_sandbox.run(task.setup, workspace=wfbench_clone.workspace.mount(),
                                          home=wfbench_clone.home, writable=True, network=True,
                                          timeout_s=task.timeout_s,
                                          limits=task.sandbox.resolved_limits())
@@ -182,7 +196,7 @@ def wfbench_setup(
                 raise CellFailure("infra-error", f"setup exited {result.returncode}{reason}: "
                                   f"{result.tail()}")
         for hidden in task.oracle.hidden_paths:
-            if (wfbench_clone.workspace / hidden).exists():
+            if (wfbench_clone.workspace.files / hidden).exists():
                 raise CellFailure("infra-error", f"hidden path {hidden!r} exists after setup")
     return wfbench_clone
 
@@ -249,7 +263,7 @@ def wfbench_verify(
     if wfbench_record.failure_kind is not None:
         return VerifyResult(False, "not run: the session did not complete")
     with stage(wfbench_record, "verify", AFTER_SESSION):
-        result = run_verify(wfbench_cell.task, wfbench_sandbox, wfbench_setup.workspace,
+        result = run_verify(wfbench_cell.task, wfbench_sandbox, wfbench_setup.workspace.mount(),
                             bytecode=wfbench_sweep.bytecode())
         wfbench_record.verify_passed = result.passed
         wfbench_record.verify_detail = result.detail
@@ -266,10 +280,11 @@ def wfbench_final(
     (bounded; links copied as links, special files and nested ``.git`` left out);
     None when the capture went over a bound (a counted ``limit-exceeded``)."""
     path = wfbench_setup.root / f"final-{secrets.token_hex(6)}"
+    workspace = wfbench_setup.workspace
     with stage(wfbench_record, "capture", AFTER_SESSION):
-        capture = capture_tree(wfbench_setup.workspace, path,
-                               wfbench_sweep.tree_bounds(wfbench_cell.task))
-        return FinalTree(path, capture)
+        capture = capture_tree(workspace.files, path, wfbench_sweep.tree_bounds(wfbench_cell.task),
+                               layered=workspace.layered)
+        return FinalTree(JudgedTree(path, workspace.lower), capture)
     return None
 
 
@@ -285,8 +300,8 @@ def wfbench_evidence(
         return record
     exclude = (SKILLS_DIR,) if record.skills_fingerprint is not None else ()
     with stage(record, "evidence", AFTER_SESSION):
-        churn = diff_against_base(wfbench_template, wfbench_final.path, wfbench_final.capture,
-                                  wfbench_setup.root, exclude)
+        churn = diff_against_base(wfbench_template, wfbench_final.tree.root,
+                                  wfbench_final.capture, wfbench_setup.root, exclude)
         name = wfbench_sweep.store.write_artifact(f"{wfbench_cell.cell_id}.patch", churn.patch)
         record.diff_files = churn.files
         record.diff_insertions = churn.insertions
@@ -312,7 +327,7 @@ def python_sources(final: FinalTree, patch: str, notes: tuple[str, ...]) -> dict
     for path in dict.fromkeys(wanted):
         if budget <= 0:
             break
-        content = read_regular(final.path, PurePosixPath(path), budget)
+        content = final.tree.read_regular(PurePosixPath(path), budget)
         if content is not None:
             budget -= len(content)
             sources[path] = content
@@ -337,7 +352,7 @@ def wfbench_oracle(
         return None
     with stage(record, "oracle", AFTER_SESSION):
         result = run_oracle(task, snapshot, wfbench_template, wfbench_sandbox,
-                            wfbench_final.path, wfbench_setup.root, expectation,
+                            wfbench_final.tree, wfbench_setup.root, expectation,
                             bytecode=wfbench_sweep.bytecode())
         record.oracle_passed = result.passed
         record.oracle_digest = result.digest

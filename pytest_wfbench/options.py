@@ -41,6 +41,9 @@ PLUGIN_VERSION_HELP = "the external plugin's exact version (checked against its 
 CACHE_DIR_HELP = ("where what outlives a sweep is kept (the judges' trusted bytecode); 'none' "
                   "keeps nothing (default: $WFBENCH_CACHE_DIR, else the user's cache "
                   "directory: $XDG_CACHE_HOME/pytest-wfbench or ~/.cache/pytest-wfbench)")
+CLONE_HELP = ("how a cell's workspace is made: 'overlay' (the template as the lower layer of "
+              "an overlay: a clone costs nothing however large the repository), 'copy' (a "
+              "copy of the template), or 'auto' (default: overlay where the kernel allows it)")
 SUSPICIOUS_HELP = ("a resolved cell whose patch reaches into its judges: 'flag' (default: "
                    "resolved, listed as suspicious) or 'fail' (counted as unresolved)")
 
@@ -75,6 +78,7 @@ def add_options(parser: pytest.Parser) -> None:
                     default="proxy-only", help=AGENT_NETWORK_HELP)
     group.addoption("--wfbench-suspicious", choices=("flag", "fail"), help=SUSPICIOUS_HELP)
     group.addoption("--wfbench-cache-dir", metavar="DIR|none", help=CACHE_DIR_HELP)
+    group.addoption("--wfbench-clone", choices=("auto", "overlay", "copy"), help=CLONE_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
     parser.addini("wfbench_effort", EFFORT_HELP)
@@ -88,6 +92,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("wfbench_secret_env", SECRET_ENV_HELP, type="args", default=[])
     parser.addini("wfbench_suspicious", SUSPICIOUS_HELP)
     parser.addini("wfbench_cache_dir", CACHE_DIR_HELP)
+    parser.addini("wfbench_clone", CLONE_HELP)
 
 
 def _cache_dir(config: pytest.Config) -> Path | None:
@@ -151,6 +156,7 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         agent_network=config.getoption("wfbench_agent_network"),
         suspicious=_choice(config, "suspicious", ("flag", "fail"), "flag"),
         cache_dir=_cache_dir(config),
+        clone=_choice(config, "clone", ("auto", "overlay", "copy"), "auto"),
     )
 
 

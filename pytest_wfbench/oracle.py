@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -44,7 +43,9 @@ from pytest_wfbench.outcomes import CellFailure
 from pytest_wfbench.sandbox import Mount, Sandbox
 from pytest_wfbench.tasks import Task
 from pytest_wfbench.workspace import fs
-from pytest_wfbench.workspace.clone import copy_tree
+from pytest_wfbench.workspace.capture import TreeBounds, capture_tree
+from pytest_wfbench.workspace.clone import copy_tree, make_clone
+from pytest_wfbench.workspace.layers import JudgedTree
 from pytest_wfbench.workspace.template import Template, tree_digest
 
 EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
@@ -96,11 +97,13 @@ class _Run:
 
 
 def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,
-         tree: Path, stage: Path, addopts: tuple[str, ...] = (),
+         tree: JudgedTree, stage: Path, addopts: tuple[str, ...] = (),
          bytecode: Path | None = None) -> _Run:
     """Stage the oracle over ``tree`` (the harness's own copy) and run it once."""
     mounts: list[Mount] = bytecode_mount(bytecode)
-    workspace = sandbox.workspace_path(tree)
+    (stage / "mnt").mkdir()
+    judged = tree.mount(stage / "mnt")
+    workspace = sandbox.workspace_path(judged)
     env: dict[str, str] = {}
     if snapshot.files is not None:
         files = stage / "files"
@@ -114,15 +117,10 @@ def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sand
     reset_test_configuration(tree, template.path)
     for hidden in task.oracle.hidden_paths:
         path = PurePosixPath(hidden)
-        fs.remove_entry(tree, path)
-        fs.real_directories(tree, path.parent)
-        source = template.hidden_store / hidden
-        if source.is_dir():
-            shutil.copytree(source, tree / hidden, symlinks=True)
-        else:
-            shutil.copy2(source, tree / hidden, follow_symlinks=False)
+        tree.remove_entry(path)
+        tree.put_tree(path, template.hidden_store / hidden)
     # The base's history, not the arm's: a test that runs git reads the harness's.
-    fs.real_directories(tree, PurePosixPath(".git"))
+    tree.real_directories(PurePosixPath(".git"))
     mounts.append(Mount(template.git_dir, f"{workspace}/.git"))
     judge = stage / "judge"
     judge.mkdir()
@@ -144,7 +142,8 @@ def _run(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sand
     if channel is not None:
         env.update(channel.env())
     try:
-        result = sandbox.run(task.oracle.command, workspace=tree, writable=False, network=False,
+        result = sandbox.run(task.oracle.command, workspace=judged, writable=False,
+                             network=False,
                              timeout_s=task.timeout_s, env=env, mounts=mounts,
                              inherit_fds=channel.child_fds() if channel else ())
     finally:
@@ -192,7 +191,7 @@ class ResultChannel:
 
 
 def run_oracle(task: Task, snapshot: OracleSnapshot, template: Template, sandbox: Sandbox,
-               tree: Path, cell_dir: Path, expectation: Expectation,
+               tree: JudgedTree, cell_dir: Path, expectation: Expectation,
                bytecode: Path | None = None) -> OracleResult:
     """Judge ``tree`` (captured from the workspace; changed in place)."""
     stage = cell_dir / f"oracle-{secrets.token_hex(16)}"
@@ -215,11 +214,13 @@ class ExpectationCache:
     """Each task's expected oracle tests, established once per sweep and shared
     by every process of it (under a file lock in the work dir)."""
 
-    def __init__(self, work_dir: Path, sandbox: Sandbox, bytecode: Path | None = None) -> None:
+    def __init__(self, work_dir: Path, sandbox: Sandbox, bytecode: Path | None = None,
+                 layered: bool = False) -> None:
         self.root = work_dir / "expectations"
         self.root.mkdir(parents=True, exist_ok=True)
         self.sandbox = sandbox
         self.bytecode = bytecode
+        self.layered = layered
 
     def get(self, task: Task, snapshot: OracleSnapshot, template: Template) -> Expectation:
         if task.oracle.exit_code_only:
@@ -254,14 +255,15 @@ class ExpectationCache:
         scratch = self.root / f"calibration-{secrets.token_hex(8)}"
         scratch.mkdir(mode=0o700)
         try:
-            tree = scratch / "tree"
-            copy_tree(template.path, tree)
+            workspace = make_clone(template, scratch, layered=self.layered)
             if task.gold is not None:
-                applied = self.sandbox.run("git apply --whitespace=nowarn -", workspace=tree,
-                                           writable=True, timeout_s=task.timeout_s, stdin=gold)
+                applied = self.sandbox.run("git apply --whitespace=nowarn -",
+                                           workspace=workspace.mount(), writable=True,
+                                           timeout_s=task.timeout_s, stdin=gold)
                 if not applied.ok:
                     raise ValueError(f"the gold patch does not apply: {applied.tail(300)}")
-            fs.remove_entry(tree, PurePosixPath(".git"))
+            tree = JudgedTree(scratch / "tree", workspace.lower)
+            capture_tree(workspace.files, tree.root, TreeBounds(), layered=workspace.layered)
             stage = scratch / "stage"
             stage.mkdir()
             addopts = () if task.gold is not None else ("--collect-only",)

@@ -99,6 +99,10 @@ def pytest_configure(config: pytest.Config) -> None:
             preflight(sweep.sandbox(), identity.work_dir)
         except SandboxUnavailable as error:
             raise pytest.UsageError(f"wfbench: sandbox preflight failed: {error}") from error
+        unlayered = sweep.clone_unavailable()
+        if options.clone == "overlay" and unlayered is not None:
+            raise pytest.UsageError(f"wfbench: --wfbench-clone overlay: layered workspaces "
+                                    f"cannot be used here: {unlayered}")
         # Built before any cell, once per machine: no cell pays for it.
         sweep.bytecode()
     if is_controller(config) and config.pluginmanager.hasplugin("xdist"):
@@ -180,6 +184,10 @@ class SweepHooks:
         total = len(sweep.all_cells())
         lines = [f"wfbench {__version__}: sweep {sweep.sweep_id}, {total} cells, "
                  f"sandbox {sweep.sandbox_backend}, out {sweep.identity.out_dir}"]
+        if not config.getoption("collectonly"):
+            unlayered = sweep.clone_unavailable()
+            lines.append("wfbench clones: overlay (layered over the template)"
+                         if unlayered is None else f"wfbench clones: copies ({unlayered})")
         if sweep.unavailable:
             lines.append(f"wfbench agents: model {sweep.agent_settings.model}, effort "
                          f"{sweep.agent_settings.effort or 'default'}, CLI "

@@ -95,6 +95,8 @@ class Row:
     verify, capture, evidence, expected_tests, oracle, cleanup, row."""
     harness_overhead_s: float | None
     """The cell's duration minus its session's: what the harness cost."""
+    clone: str | None
+    """How the workspace was made: ``overlay`` (layered over the template) or ``copy``."""
     reused: bool
     worker: str
     recorded_at: str
@@ -179,6 +181,7 @@ class CellRecord:
     limit_exceeded: dict[str, Any] | None = None
     evidence_notes: list[str] = field(default_factory=list)
     stage_ms: dict[str, float] = field(default_factory=dict)
+    clone: str | None = None
     row: Row | None = None
 
     def add_stage_time(self, name: str, seconds: float) -> None:
@@ -295,6 +298,6 @@ def make_row(
         stage_ms=dict(record.stage_ms),
         harness_overhead_s=None if skipped else round(
             duration_s - (record.session_duration_s or 0.0), 3),
-        reused=False, worker=worker,
+        clone=record.clone, reused=False, worker=worker,
         recorded_at=utc_now(),
     )

@@ -16,6 +16,7 @@ from pytest_wfbench.cells import Cell
 from pytest_wfbench.outcomes import CellFailure, CellVerdict
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.tasks import Limits
+from pytest_wfbench.workspace.clone import Workspace
 
 CHARS_PER_TOKEN = 4
 DEFAULT_ADMITTED_OUTPUT_CHARS = 20_000
@@ -47,13 +48,13 @@ def estimate_tokens(text: str) -> int:
 
 
 def run_script_step(
-    sandbox: Sandbox, command: str, *, index: int, workspace: Path, home: Path,
+    sandbox: Sandbox, command: str, *, index: int, workspace: Workspace, home: Path,
     timeout_s: float, admitted_chars: int, network: bool, limits: Limits,
 ) -> dict[str, Any]:
     """Run one step as one tool call and measure what an agent would read of it."""
-    result = sandbox.run(command, workspace=workspace, home=home, writable=True,
+    result = sandbox.run(command, workspace=workspace.mount(), home=home, writable=True,
                          network=network, timeout_s=timeout_s, limits=limits,
-                         watch=(workspace, home))
+                         watch=(workspace.files, home))
     output = result.stdout + result.stderr
     admitted = output[:admitted_chars]
     return {
@@ -73,7 +74,7 @@ def run_script_step(
 
 
 def run_session(
-    cell: Cell, sandbox: Sandbox, workspace: Path, home: Path, result: SessionResult, *,
+    cell: Cell, sandbox: Sandbox, workspace: Workspace, home: Path, result: SessionResult, *,
     admitted_chars: int,
 ) -> None:
     """Run a scripted arm to completion into ``result``; raise CellVerdict when it
@@ -88,8 +89,8 @@ def run_session(
         pass
     elif kind == "gold":
         assert cell.task.gold is not None, "collection skips gold cells without a patch"
-        applied = sandbox.run("git apply --whitespace=nowarn -", workspace=workspace, home=home,
-                              writable=True, timeout_s=cell.task.timeout_s,
+        applied = sandbox.run("git apply --whitespace=nowarn -", workspace=workspace.mount(),
+                              home=home, writable=True, timeout_s=cell.task.timeout_s,
                               stdin=cell.task.gold.read_bytes(), limits=limits)
         if not applied.ok:
             raise CellFailure("session-error", f"the gold patch does not apply: {applied.tail()}")

@@ -77,6 +77,8 @@ class SweepOptions:
     """``flag``: a suspicious resolved cell is resolved and listed; ``fail``: unresolved."""
     cache_dir: Path | None = None
     """What outlives a sweep (the judges' trusted bytecode); None: nothing does."""
+    clone: str = "auto"
+    """``overlay`` (layered clones), ``copy``, or ``auto``: layered where the kernel allows."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,7 @@ class Sweep:
         self._templates: TemplateCache | None = None
         self._expectations: ExpectationCache | None = None
         self._bytecode: Path | None = None
+        self._layered: bool | None = None
         self._proxy: ApiProxy | None = None
         self._task_sandboxes: dict[SandboxSpec, Sandbox] = {}
         self.agent_settings = AgentSettings(
@@ -277,8 +280,21 @@ class Sweep:
         """Each task's expected oracle tests, established once per sweep."""
         if self._expectations is None:
             self._expectations = ExpectationCache(self.identity.work_dir, self.sandbox(),
-                                                  self.bytecode())
+                                                  self.bytecode(), self.layered_clones())
         return self._expectations
+
+    def clone_unavailable(self) -> str | None:
+        """Why clones cannot be layered here (then they are copies), or None."""
+        if self.options.clone == "copy":
+            return "--wfbench-clone copy"
+        return self.sandbox().overlay_unavailable()
+
+    def layered_clones(self) -> bool:
+        """Whether cells get layered workspaces (an overlay over the template,
+        whose cost does not grow with the repository) rather than copies."""
+        if self._layered is None:
+            self._layered = self.clone_unavailable() is None
+        return self._layered
 
     def bytecode(self) -> Path | None:
         """The trusted bytecode tree the judges load (built once per machine, in

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_wfbench.judge.environment import bytecode_mount, judge_env
-from pytest_wfbench.sandbox import Sandbox
+from pytest_wfbench.sandbox import Sandbox, WorkspaceMount
 from pytest_wfbench.tasks import Task
 
 
@@ -18,7 +18,7 @@ class VerifyResult:
     detail: str
 
 
-def run_verify(task: Task, sandbox: Sandbox, workspace: Path,
+def run_verify(task: Task, sandbox: Sandbox, workspace: WorkspaceMount,
                bytecode: Path | None = None) -> VerifyResult:
     mounts = bytecode_mount(bytecode)
     env = judge_env(sandbox.workspace_path(workspace), task.oracle.plugins,

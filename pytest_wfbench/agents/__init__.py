@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.sandbox import LimitHit, Mount, Sandbox
 from pytest_wfbench.tasks import ArmDefinition, Limits, PhaseSpec
+from pytest_wfbench.workspace.clone import Workspace
 
 TASK_ONLY = "{task}"
 PLAN_PROMPT = (
@@ -90,7 +91,7 @@ class PhaseRun:
     phase: PhaseSpec
     prompt: str
     sandbox: Sandbox
-    workspace: Path
+    workspace: Workspace
     home: Path
     timeout_s: float
     settings: AgentSettings

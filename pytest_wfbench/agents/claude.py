@@ -159,9 +159,9 @@ class ClaudeCodeAdapter:
                 env["ANTHROPIC_BASE_URL"] = settings.base_url
         env.update(run.env)
         result = run.sandbox.run(
-            command, workspace=run.workspace, home=run.home, writable=True,
+            command, workspace=run.workspace.mount(), home=run.home, writable=True,
             network=network, timeout_s=run.timeout_s, env=env, mounts=tuple(mounts),
-            stdin=run.prompt.encode(), limits=run.limits, watch=(run.workspace, run.home),
+            stdin=run.prompt.encode(), limits=run.limits, watch=(run.workspace.files, run.home),
         )
         report = PhaseReport(name=run.phase.name, completed=False)
         if result.limit_hit is not None:
@@ -179,7 +179,7 @@ class ClaudeCodeAdapter:
                             f"{result.tail(600)}")
             return report
         self._read_result(report, data)
-        cwd = run.sandbox.workspace_path(run.workspace)
+        cwd = run.sandbox.workspace_path(run.workspace.mount())
         if report.session_id:
             # The agent's HOME is its own: read without following any link, bounded.
             relative = (PurePosixPath(".claude") / "projects" / transcript_slug(cwd)

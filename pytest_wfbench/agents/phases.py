@@ -22,6 +22,7 @@ from pytest_wfbench.skills import SKILLS_DIR, fingerprint, read_only_mount
 from pytest_wfbench.store import ResultsStore
 from pytest_wfbench.tasks import Limits
 from pytest_wfbench.workspace.capture import TreeBounds
+from pytest_wfbench.workspace.clone import Workspace
 from pytest_wfbench.workspace.evidence import workspace_changes
 from pytest_wfbench.workspace.template import Template
 
@@ -61,7 +62,7 @@ def _merge_model_usage(into: dict[str, dict[str, Any]], more: dict[str, dict[str
                 target.setdefault(key, value)
 
 
-def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Path, home: Path,
+def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Workspace, home: Path,
                   result: SessionResult, agent: AgentCell) -> None:
     """Run every phase; raise CellFailure when a session fails; leave an evidence
     failure in ``result`` for the evidence stage."""
@@ -75,11 +76,11 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Path, home: Path,
     mounts: list[Mount] = []
     plugin_dirs: list[str] = []
     if has_skills:
-        if fingerprint(workspace) != agent.skills_fingerprint:
+        if fingerprint(workspace.files) != agent.skills_fingerprint:
             result.evidence_failure = ("evidence-unverified",
                                        "the skills under test changed during setup")
             return
-        mounts.append(read_only_mount(workspace, sandbox.workspace_path(workspace)))
+        mounts.append(read_only_mount(workspace.files, sandbox.workspace_path(workspace.mount())))
     if agent.plugin is not None:
         mount = Mount(agent.plugin.path, f"{PLUGIN_MOUNT}/{agent.plugin.name}")
         mounts.append(mount)
@@ -94,7 +95,7 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Path, home: Path,
             before = (workspace_changes(agent.template, workspace, agent.scratch, agent.bounds,
                                         exclude)
                       if phase.role in ("plan", "work") else {})
-            skills_before = fingerprint(workspace)
+            skills_before = fingerprint(workspace.files)
             extra = [Mount(path, f"{PLUGIN_MOUNT}/{phase.name}-{index}")
                      for index, path in enumerate(phase.plugin_dirs)]
             report = adapter.run_phase(PhaseRun(
@@ -112,7 +113,7 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Path, home: Path,
                 raise CellVerdict("session-timeout", f"phase {phase.name!r}: {report.error}")
             if not report.completed:
                 raise CellFailure("session-error", f"phase {phase.name!r}: {report.error}")
-            failure = _phase_evidence(report, skill, skills_before, workspace)
+            failure = _phase_evidence(report, skill, skills_before, workspace.files)
             if failure is None and phase.role in ("plan", "work"):
                 after = workspace_changes(agent.template, workspace, agent.scratch, agent.bounds,
                                           exclude)

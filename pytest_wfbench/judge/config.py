@@ -12,10 +12,9 @@ reopen the hole.
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path, PurePosixPath
 
-from pytest_wfbench.workspace import fs
+from pytest_wfbench.workspace.layers import JudgedTree
 
 # What pytest read before it had a single list of names (pytest < 9).
 PYTEST_8_CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
@@ -36,39 +35,28 @@ def pytest_config_names() -> tuple[str, ...]:
 PROTECTED_NAMES = frozenset((*pytest_config_names(), *STARTUP_NAMES))
 
 
-def _protected(root: Path) -> set[str]:
-    """Paths (relative, posix) of every protected name under ``root``, whatever
-    the entry is; links to directories are not entered."""
-    found: set[str] = set()
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != ".git"]
-        relative = Path(directory).relative_to(root)
-        found.update((relative / name).as_posix() for name in (*files, *dirs)
-                     if name in PROTECTED_NAMES)
-    return found
-
-
 @functools.lru_cache(maxsize=64)
 def _base_configuration(base: Path) -> dict[str, bytes]:
     """The template's protected files (trusted; built once per sweep)."""
-    return {relative: (base / relative).read_bytes() for relative in _protected(base)
+    return {relative: (base / relative).read_bytes()
+            for relative in JudgedTree(base).named(PROTECTED_NAMES)
             if (base / relative).is_file() and not (base / relative).is_symlink()}
 
 
-def reset_test_configuration(judged: Path, base: Path) -> list[str]:
-    """Give the judged copy the base's test configuration; returns what changed."""
+def reset_test_configuration(judged: JudgedTree, base: Path) -> list[str]:
+    """Give the judged tree the base's test configuration; returns what changed."""
     ours = _base_configuration(base)
     changed: list[str] = []
-    for relative in sorted(_protected(judged) | set(ours)):
+    for relative in sorted(judged.named(PROTECTED_NAMES) | set(ours)):
         path = PurePosixPath(relative)
-        theirs = fs.read_regular(judged, path, MAX_CONFIG_BYTES + 1)
+        theirs = judged.read_regular(path, MAX_CONFIG_BYTES + 1)
         if relative in ours and theirs == ours[relative]:
             continue
         changed.append(relative)
         if relative in ours:
-            fs.write_file(judged, path, ours[relative])
+            judged.write_file(path, ours[relative])
         else:
-            fs.remove_entry(judged, path)
+            judged.remove_entry(path)
     return changed
 
 

@@ -12,16 +12,18 @@ from pytest_wfbench.sandbox.core import (
     Sandbox,
     SandboxPolicy,
     SandboxUnavailable,
+    WorkspaceMount,
     base_env,
     interpreter_paths,
     make_sandbox,
     sandbox_path_env,
 )
 from pytest_wfbench.sandbox.limits import LimitHit
+from pytest_wfbench.sandbox.overlay import Overlay
 from pytest_wfbench.sandbox.preflight import preflight
 
 __all__ = [
     "SANDBOX_HOME", "WORKSPACE", "BubblewrapSandbox", "CommandResult", "HostSandbox", "LimitHit",
-    "Mount", "Sandbox", "SandboxPolicy", "SandboxUnavailable", "base_env", "interpreter_paths",
-    "make_sandbox", "preflight", "sandbox_path_env",
+    "Mount", "Overlay", "Sandbox", "SandboxPolicy", "SandboxUnavailable", "WorkspaceMount",
+    "base_env", "interpreter_paths", "make_sandbox", "preflight", "sandbox_path_env",
 ]

@@ -34,8 +34,12 @@ from pytest_wfbench.sandbox.limits import (
     find_prlimit,
     rlimit_args,
 )
+from pytest_wfbench.sandbox.overlay import Overlay, find_unshare, overlay_unavailable
 from pytest_wfbench.sandbox.process import communicate, kill_group
 from pytest_wfbench.tasks import Limits
+
+WorkspaceMount = Path | Overlay
+"""What a command sees at /workspace: a folder, or layers (:mod:`.overlay`)."""
 
 WORKSPACE = "/workspace"
 SANDBOX_HOME = "/home/wfbench"
@@ -153,16 +157,20 @@ class Sandbox(abc.ABC):
         self.scratch = scratch
 
     @abc.abstractmethod
-    def workspace_path(self, workspace: Path) -> str:
+    def workspace_path(self, workspace: WorkspaceMount) -> str:
         """Overridden by each backend."""
 
     @abc.abstractmethod
     def mount_path(self, mount: Mount) -> str:
         """Overridden by each backend."""
 
+    def overlay_unavailable(self) -> str | None:
+        """Why this backend cannot mount layered workspaces here, or None."""
+        return f"the {self.backend} backend has no mount namespaces"
+
     @abc.abstractmethod
     def _argv(
-        self, command: str, *, workspace: Path, home: Path | None, writable: bool,
+        self, command: str, *, workspace: WorkspaceMount, home: Path | None, writable: bool,
         network: bool, mounts: Sequence[Mount], limits: Limits,
     ) -> tuple[list[str], tuple[int, ...]]:
         """The command line, and the descriptors it is handed (closed here after
@@ -172,19 +180,20 @@ class Sandbox(abc.ABC):
     def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
         """Overridden by each backend."""
 
-    def _cwd(self, workspace: Path) -> Path:
+    def _cwd(self, workspace: WorkspaceMount) -> Path:
         """Where the harness starts the command: a folder of its own (the arm may
         have taken its own permissions away from the workspace)."""
         return self.scratch
 
     def run(
-        self, command: str, *, workspace: Path, home: Path | None = None,
+        self, command: str, *, workspace: WorkspaceMount, home: Path | None = None,
         writable: bool = False, network: bool = False, timeout_s: float = 600.0,
         env: Mapping[str, str] | None = None, mounts: Sequence[Mount] = (),
         stdin: bytes | None = None, limits: Limits | None = None,
         watch: Sequence[Path] = (), inherit_fds: Sequence[int] = (),
     ) -> CommandResult:
-        """Run ``command`` with bash in the workspace, within ``limits``; kill its
+        """Run ``command`` with bash in the workspace (a folder, or layers mounted
+        as one), within ``limits``; kill its
         whole process tree when it ends, times out or goes over a limit. ``home``
         None gives an empty HOME; ``watch`` are the writable trees whose disk use
         and number of files are watched while it runs; ``inherit_fds`` are
@@ -267,11 +276,14 @@ class BubblewrapSandbox(Sandbox):
             self._group.write_text(GROUP)
         self._system = self._system_args()
 
-    def workspace_path(self, workspace: Path) -> str:
+    def workspace_path(self, workspace: WorkspaceMount) -> str:
         return WORKSPACE
 
     def mount_path(self, mount: Mount) -> str:
         return mount.target
+
+    def overlay_unavailable(self) -> str | None:
+        return overlay_unavailable(self.scratch, self.bwrap)
 
     def _system_args(self) -> list[str]:
         args: list[str] = []
@@ -292,9 +304,18 @@ class BubblewrapSandbox(Sandbox):
         return args
 
     def _argv(
-        self, command: str, *, workspace: Path, home: Path | None, writable: bool,
+        self, command: str, *, workspace: WorkspaceMount, home: Path | None, writable: bool,
         network: bool, mounts: Sequence[Mount], limits: Limits,
     ) -> tuple[list[str], tuple[int, ...]]:
+        prefix: list[str] = []
+        if isinstance(workspace, Overlay):
+            unshare = find_unshare()
+            if unshare is None:
+                raise SandboxUnavailable("a layered workspace needs util-linux's unshare")
+            prefix = workspace.prefix(unshare)
+            source = workspace.merged
+        else:
+            source = workspace
         argv = [
             "--die-with-parent", "--new-session", "--unshare-all",
             "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
@@ -310,7 +331,7 @@ class BubblewrapSandbox(Sandbox):
             argv += ["--bind", str(home), SANDBOX_HOME]
         else:
             argv += [*tmp_size, "--tmpfs", SANDBOX_HOME]
-        argv += ["--bind" if writable else "--ro-bind", str(workspace), WORKSPACE]
+        argv += ["--bind" if writable else "--ro-bind", str(source), WORKSPACE]
         for mount in mounts:
             argv += ["--bind" if mount.writable else "--ro-bind", str(mount.host), mount.target]
         # The options and the command go through descriptors: in the sandbox,
@@ -319,7 +340,7 @@ class BubblewrapSandbox(Sandbox):
         argv += ["--ro-bind-data", str(script), COMMAND_FILE, "--chdir", WORKSPACE]
         options = _memfd("wfbench-bwrap-args",
                          b"".join(os.fsencode(arg) + b"\0" for arg in argv))
-        return ([self.bwrap, "--args", str(options), "--", "/bin/bash", COMMAND_FILE],
+        return ([*prefix, self.bwrap, "--args", str(options), "--", "/bin/bash", COMMAND_FILE],
                 (options, script))
 
     def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
@@ -333,25 +354,31 @@ class HostSandbox(Sandbox):
 
     backend = "unsafe-host"
 
-    def workspace_path(self, workspace: Path) -> str:
-        return str(workspace)
+    def workspace_path(self, workspace: WorkspaceMount) -> str:
+        return str(_folder(workspace))
 
     def mount_path(self, mount: Mount) -> str:
         return str(mount.host)
 
     def _argv(
-        self, command: str, *, workspace: Path, home: Path | None, writable: bool,
+        self, command: str, *, workspace: WorkspaceMount, home: Path | None, writable: bool,
         network: bool, mounts: Sequence[Mount], limits: Limits,
     ) -> tuple[list[str], tuple[int, ...]]:
         return ["/bin/bash", "-c", command], ()
 
-    def _cwd(self, workspace: Path) -> Path:
-        return workspace
+    def _cwd(self, workspace: WorkspaceMount) -> Path:
+        return _folder(workspace)
 
     def _env(self, home: Path | None, env: Mapping[str, str]) -> dict[str, str]:
         if home is None:
             home = Path(tempfile.mkdtemp(prefix="home-", dir=self.scratch))
         return base_env(str(home), self.policy, env)
+
+
+def _folder(workspace: WorkspaceMount) -> Path:
+    if isinstance(workspace, Overlay):
+        raise SandboxUnavailable("the unsafe host backend cannot mount a layered workspace")
+    return workspace
 
 
 def make_sandbox(policy: SandboxPolicy, scratch: Path, *, unsafe_host: bool) -> Sandbox:

@@ -1,6 +1,11 @@
 """Capture: the harness reads an arm's workspace once, after its session, by
 copying it into a tree of its own; judging and evidence work on that copy.
 
+A layered workspace (:mod:`.clone`) is captured as a layer: its upper layer's
+entries only (what the arm changed), with overlayfs's whiteouts and opaque
+directories kept as such, so the capture costs what the arm changed, not what
+the repository holds; :mod:`.layers` reads it over the template.
+
 Directories, regular files (contents and the executable bit) and symlinks (as
 links, never followed) are copied through :mod:`.fs`'s no-follow descriptors;
 special files and nested repositories' ``.git`` are left out and listed; the
@@ -19,6 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_wfbench.sandbox.overlay import (
+    has_overlay_xattrs,
+    is_opaque,
+    is_whiteout,
+    make_opaque,
+    make_whiteout,
+)
 from pytest_wfbench.workspace.fs import (
     CHUNK,
     O_CREATE,
@@ -80,6 +92,13 @@ class Capture:
     """Every symlink copied, with its target as written."""
     caches_left_out: int = 0
     """Cache folders and bytecode files not captured (CACHE_DIRS, ``__pycache__/*.pyc``)."""
+    layered: bool = False
+    """The capture is a layer over the template (entries the arm changed), not a tree."""
+    whiteouts: list[str] = field(default_factory=list)
+    """Layered: entries the arm deleted (or that the capture left out: special
+    files), kept as whiteouts so the layer hides the template's there."""
+    opaque_dirs: list[str] = field(default_factory=list)
+    """Layered: directories that hide the template's entries below them."""
 
 
 def _copy_data(src_fd: int, dst_fd: int, size: int) -> None:
@@ -134,15 +153,17 @@ def _copy_file(src_fd: int, dst_fd: int, size: int, digest: bool) -> tuple[str, 
     return sha256.hexdigest(), blob.hexdigest()
 
 
-def capture_tree(source: Path, target: Path, bounds: TreeBounds) -> Capture:
+def capture_tree(source: Path, target: Path, bounds: TreeBounds, *,
+                 layered: bool = False) -> Capture:
     """Copy the arm's tree at ``source`` into a new directory ``target``:
     directories, regular files (contents and the executable bit) and symlinks
     (as links, never followed). The top-level ``.git`` is left out (the
     harness has its own history of the base), and so are caches judges never
     load; nested repositories' ``.git`` entries and special files are left out
-    and listed. Raises
-    :class:`TreeLimitExceeded` past a bound."""
-    capture = Capture()
+    and listed. ``layered``: ``source`` is an overlay's upper layer, captured as
+    a layer (whiteouts and opaque directories kept; a special file left out
+    becomes a whiteout). Raises :class:`TreeLimitExceeded` past a bound."""
+    capture = Capture(layered=layered)
     started = time.monotonic()
     target.mkdir(mode=0o700)
     src_root = open_root(source)
@@ -160,6 +181,9 @@ def capture_tree(source: Path, target: Path, bounds: TreeBounds) -> Capture:
             src = open_relative(src_root, parts)
             dst = open_relative(dst_root, parts)
             try:
+                if layered and is_opaque(src):
+                    make_opaque(dst)
+                    capture.opaque_dirs.append("/".join(parts))
                 with os.scandir(src) as listing:
                     entries = sorted(listing, key=lambda e: e.name)
                 for entry in entries:
@@ -186,8 +210,14 @@ def capture_tree(source: Path, target: Path, bounds: TreeBounds) -> Capture:
                         capture.links.append((relative, link_target))
                     elif stat.S_ISREG(mode):
                         _capture_file(entry.name, relative, info, src, dst, bounds, capture)
+                    elif layered and is_whiteout(info):
+                        make_whiteout(entry.name, dst)
+                        capture.whiteouts.append(relative)
                     else:
                         capture.special_files.append(relative)
+                        if layered:
+                            make_whiteout(entry.name, dst)
+                            capture.whiteouts.append(relative)
             finally:
                 os.close(src)
                 os.close(dst)
@@ -196,6 +226,8 @@ def capture_tree(source: Path, target: Path, bounds: TreeBounds) -> Capture:
         os.close(dst_root)
     capture.special_files.sort()
     capture.nested_git.sort()
+    capture.whiteouts.sort()
+    capture.opaque_dirs.sort()
     return capture
 
 
@@ -218,6 +250,14 @@ def _capture_file(name: str, relative: str, info: os.stat_result, src: int, dst:
     # it, and the harness replaces rather than writes the files it changes.
     # Files to digest, and unreadable or special-mode ones, are copied.
     plain = info.st_mode & 0o7400 == 0o400 and info.st_size <= bounds.summarize_over_bytes
+    if plain and capture.layered:
+        # A file that carries overlayfs's attributes (the arm's, escaped, or the
+        # copy-up's) is copied without them: the layer is mounted by the oracle.
+        file_fd = open_file(name, src)
+        try:
+            plain = not has_overlay_xattrs(file_fd)
+        finally:
+            os.close(file_fd)
     if plain:
         try:
             os.link(name, name, src_dir_fd=src, dst_dir_fd=dst, follow_symlinks=False)

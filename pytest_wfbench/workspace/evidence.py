@@ -12,7 +12,10 @@ summarized in notes at the head of the patch artifact; ``git apply`` skips them.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import hashlib
+import os
 import posixpath
 import secrets
 import shutil
@@ -23,7 +26,9 @@ from pathlib import Path
 
 from pytest_wfbench.git import run_git
 from pytest_wfbench.redact import neutralize
+from pytest_wfbench.sandbox.overlay import is_opaque, is_whiteout
 from pytest_wfbench.workspace.capture import Capture, TreeBounds, capture_tree
+from pytest_wfbench.workspace.clone import Workspace
 from pytest_wfbench.workspace.fs import remove_tree
 from pytest_wfbench.workspace.template import Template
 
@@ -77,11 +82,69 @@ def _plan(capture: Capture, exclude: Sequence[str]) -> _Tree:
     return plan
 
 
+@functools.lru_cache(maxsize=64)
+def _base_paths(git_dir: Path, sha: str) -> tuple[str, ...]:
+    """Every path of the sanitized base, sorted (trusted: once per template)."""
+    listing = run_git(["--git-dir", str(git_dir), "ls-tree", "-r", "-z", "--name-only",
+                       "--full-tree", sha]).stdout.decode("utf-8", "surrogateescape")
+    return tuple(sorted(path for path in listing.split("\0") if path))
+
+
+def _below(paths: tuple[str, ...], directory: str) -> list[str]:
+    start = bisect.bisect_left(paths, directory + "/")
+    end = bisect.bisect_left(paths, directory + "0")  # "0" follows "/" in ASCII
+    return list(paths[start:end])
+
+
+def _layer_changes(template: Template, layer: Path, capture: Capture,
+                   exclude: Sequence[str]) -> tuple[list[str], list[str]]:
+    """What a captured layer changes in the base, as git paths: those to remove
+    from the base's index and those to add from the layer. The layer is the
+    harness's own (nothing in it is followed)."""
+    base = _base_paths(template.git_dir, template.sanitized_sha)
+    known = frozenset(base)
+    skipped = {f.path for f in capture.large_files}
+    removed: set[str] = set()
+    added: list[str] = []
+
+    def replaced(path: str) -> None:
+        if path in known:
+            removed.add(path)
+        removed.update(_below(base, path))
+
+    for directory, dirs, files in os.walk(layer):
+        relative = Path(directory).relative_to(layer).as_posix()
+        prefix = "" if relative == "." else relative + "/"
+        if prefix and any(prefix.startswith(f"{path}/") for path in exclude):
+            dirs[:] = []
+            continue
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            if prefix and is_opaque(fd):
+                removed.update(_below(base, relative))
+        finally:
+            os.close(fd)
+        if prefix and relative in known:
+            removed.add(relative)  # a file of the base replaced by a directory
+        for name in (*files, *(d for d in dirs if os.path.islink(os.path.join(directory, d)))):
+            path = prefix + name
+            replaced(path)
+            if not is_whiteout(os.lstat(os.path.join(directory, name))) and path not in skipped:
+                added.append(path)
+    return sorted(removed - set(added)), sorted(added)
+
+
+def _nul_list(paths: Sequence[str]) -> bytes:
+    return b"".join(path.encode("utf-8", "surrogateescape") + b"\0" for path in paths)
+
+
 @contextmanager
-def _staged(template: Template, tree: Path, scratch: Path,
-            pathspecs: Sequence[str]) -> Iterator[dict[str, str]]:
+def _staged(template: Template, tree: Path, scratch: Path, pathspecs: Sequence[str],
+            capture: Capture | None = None,
+            exclude: Sequence[str] = ()) -> Iterator[dict[str, str]]:
     """A private git dir (borrowing the template's objects) whose index holds
-    the captured tree; yields git's env."""
+    the captured tree (a layered capture: the base, changed by the layer's
+    entries only); yields git's env."""
     git_dir = scratch / "evidence.git"
     shutil.rmtree(git_dir, ignore_errors=True)
     run_git(["init", "--quiet", "--bare", "--template=", str(git_dir)])
@@ -96,8 +159,17 @@ def _staged(template: Template, tree: Path, scratch: Path,
            "GIT_INDEX_FILE": str(git_dir / "index")}
     try:
         run_git(["read-tree", template.sanitized_sha], env=env)
-        run_git(["add", "--all", "--force", f"--pathspec-from-file={spec_file}",
-                 "--pathspec-file-nul"], env=env, cwd=tree)
+        if capture is not None and capture.layered:
+            removed, added = _layer_changes(template, tree, capture, exclude)
+            if removed:
+                run_git(["update-index", "--force-remove", "-z", "--stdin"], env=env,
+                        cwd=tree, stdin=_nul_list(removed))
+            if added:
+                run_git(["update-index", "--add", "--remove", "-z", "--stdin"], env=env,
+                        cwd=tree, stdin=_nul_list(added))
+        else:
+            run_git(["add", "--all", "--force", f"--pathspec-from-file={spec_file}",
+                     "--pathspec-file-nul"], env=env, cwd=tree)
         yield env
     finally:
         shutil.rmtree(git_dir, ignore_errors=True)
@@ -126,7 +198,7 @@ def diff_against_base(template: Template, tree: Path, capture: Capture, scratch:
     plan = _plan(capture, exclude)
     base = template.sanitized_sha
     output = scratch / "evidence.patch"
-    with _staged(template, tree, scratch, plan.pathspecs) as env:
+    with _staged(template, tree, scratch, plan.pathspecs, capture, exclude) as env:
         numstat = run_git(["diff", "--cached", "--numstat", "--no-renames", "-z", base],
                           env=env).stdout.decode("utf-8", "surrogateescape")
         run_git(["diff", "--cached", "--binary", "--no-renames", base], env=env, stdout=output)
@@ -180,7 +252,7 @@ def tree_changes(template: Template, tree: Path, capture: Capture, scratch: Path
     """Every path that differs from the base, with its status and new blob id:
     comparing two of these tells what one phase changed."""
     plan = _plan(capture, exclude)
-    with _staged(template, tree, scratch, plan.pathspecs) as env:
+    with _staged(template, tree, scratch, plan.pathspecs, capture, exclude) as env:
         raw = run_git(["diff", "--cached", "--raw", "--no-abbrev", "--no-renames", "-z",
                        template.sanitized_sha], env=env).stdout.decode("utf-8", "replace")
     fields = raw.split("\0")
@@ -194,13 +266,13 @@ def tree_changes(template: Template, tree: Path, capture: Capture, scratch: Path
     return changes
 
 
-def workspace_changes(template: Template, workspace: Path, scratch: Path, bounds: TreeBounds,
-                      exclude: Sequence[str] = ()) -> dict[str, str]:
+def workspace_changes(template: Template, workspace: Workspace, scratch: Path,
+                      bounds: TreeBounds, exclude: Sequence[str] = ()) -> dict[str, str]:
     """:func:`tree_changes` of the workspace as it is now (between two sessions):
     captured first, like the final tree, so nothing in it is followed or opened."""
     tree = scratch / f"phase-{secrets.token_hex(6)}"
     try:
-        capture = capture_tree(workspace, tree, bounds)
+        capture = capture_tree(workspace.files, tree, bounds, layered=workspace.layered)
         return tree_changes(template, tree, capture, scratch, exclude)
     finally:
         remove_tree(tree)
