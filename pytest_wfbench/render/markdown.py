@@ -209,7 +209,7 @@ def _savings(summary: Summary) -> list[str]:
         if saving.unresolved:
             flags.append("UNRESOLVED")
         if saving.flagged_tasks:
-            flags.append(f"{len(saving.flagged_tasks)} tasks flagged")
+            flags.append(f"{len(saving.flagged_tasks)} of {len(saving.tasks)} tasks flagged")
         rows.append([arm, str(len(saving.tasks)),
                      *(f"{fmt_pct(saving.savings[n])} {fmt_pct_interval(saving.intervals[n])}"
                        if saving.savings[n] is not None else "n/a" for n in names),
