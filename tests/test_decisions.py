@@ -208,6 +208,7 @@ def test_an_unmeasured_metric_cannot_promote() -> None:
     evidence = judge(rows)
     assert {"min_improvement", "max_task_regression"} <= set(failed(evidence))
     assert "cost_usd is not known on every task" in evidence["reasons"]
+    assert evidence["overall"]["candidate"]["median_sum"] is None
     by_tokens = judge(rows, metric="output_tokens")
     assert by_tokens["verdict"] == PROMOTE
     assert by_tokens["overall"]["improvement_pct"] == pytest.approx(50.0)

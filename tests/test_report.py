@@ -11,6 +11,7 @@ from pytest_wfbench.aggregate import summarize
 from pytest_wfbench.decisions import Digests, PromotionContext, PromotionPolicy, decide
 from pytest_wfbench.report import (
     overhead_section,
+    promotion_lines,
     render_markdown,
     render_terminal,
     trust_sections,
@@ -147,6 +148,9 @@ def test_the_promotion_section_renders_the_evidence() -> None:
     reread = json.loads(json.dumps(evidence))
     assert render_markdown(summary, PROVENANCE, promotions=[reread]) == text
     assert text.index("## Promotion") < text.index("## Caveats")
+    assert promotion_lines([reread]) == [
+        "wfbench promotion: candidate_workflow over workflow: promote (cost_usd +50.0%; every "
+        "required condition held: cost_usd improved by 50.0% over 2 tasks)"]
 
 
 def test_terminal_summary_is_compact() -> None:

@@ -159,11 +159,12 @@ def _overall_evidence(candidate: dict[str, TaskArm], incumbent: dict[str, TaskAr
                                      resamples=policy.resamples, confidence=policy.confidence)
 
     def totals(side: str, figures: dict[str, TaskArm]) -> dict[str, Any]:
+        medians = [figures[t].medians.get(policy.metric) for t in both]
         return {"scored_runs": sum(f.valid for f in figures.values()),
                 "resolved_runs": sum(f.resolved for f in figures.values()),
                 "resolved_tasks": sum(1 for t in tasks if t[side]["resolved"]),
-                "median_sum": sum(m for m in (figures[t].medians.get(policy.metric)
-                                              for t in both) if m is not None)}
+                "median_sum": None if None in medians
+                else sum(m for m in medians if m is not None)}
 
     return {"tasks": len(both), "candidate": totals("candidate", candidate),
             "incumbent": totals("incumbent", incumbent), "improvement_pct": value,

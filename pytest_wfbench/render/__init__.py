@@ -9,6 +9,7 @@ from pytest_wfbench.render.promotion import promotion_sections
 from pytest_wfbench.render.sections import overhead_section, trust_sections
 from pytest_wfbench.render.terminal import (
     harness_error_lines,
+    promotion_lines,
     render_terminal,
     suspicious_lines,
     unusable_lines,
@@ -20,6 +21,7 @@ __all__ = [
     "fmt_pct",
     "harness_error_lines",
     "overhead_section",
+    "promotion_lines",
     "promotion_sections",
     "render_markdown",
     "render_terminal",

@@ -1,9 +1,9 @@
 """The terminal summary: a compact per-arm table and the lines that must stand
-out (UNUSABLE arms, harness errors, suspicious wins)."""
+out (UNUSABLE arms, harness errors, suspicious wins, promotion verdicts)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_wfbench.aggregate import Summary
@@ -45,3 +45,15 @@ def suspicious_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
         return []
     return [f"wfbench: {len(wins)} resolved cells are suspicious (their patch reaches into "
             f"the judges; see report.md): {', '.join(wins[:10])}{' ...' if len(wins) > 10 else ''}"]
+
+
+def promotion_lines(evidence: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per candidate: its verdict, and the first reason."""
+    lines = []
+    for e in sorted(evidence, key=lambda item: str(item["candidate"])):
+        gain = e["overall"]["improvement_pct"]
+        figure = "n/a" if gain is None else f"{gain:+.1f}%"
+        reason = e["reasons"][0] if e["reasons"] else ""
+        lines.append(f"wfbench promotion: {e['candidate']} over {e['incumbent']}: "
+                     f"{e['verdict']} ({e['metric']} {figure}; {reason})")
+    return lines
