@@ -1,33 +1,33 @@
-"""Aggregation, health, savings and rendering: pure functions on plain rows."""
+"""Aggregation, health, savings and comparisons: pure functions on hand-built rows."""
 
 from __future__ import annotations
 
+import random
+import statistics
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from pytest_wfbench.aggregate import Health, health, median_of, savings, summarize
-from pytest_wfbench.outcomes import counted
+from pytest_wfbench.aggregate import (
+    Health,
+    Settings,
+    arm_health,
+    health,
+    median_of,
+    savings,
+    summarize,
+)
 from pytest_wfbench.redact import Redactor
-from pytest_wfbench.report import render_markdown, render_terminal, unusable_lines
+from pytest_wfbench.stats import (
+    PairedTable,
+    exact_mcnemar,
+    paired_difference_interval,
+    pass_at_k,
+    pass_hat_k,
+    wilson_interval,
+)
 from pytest_wfbench.store import ResultsStore, read_rows
-
-
-def row(task: str, arm: str, run: int = 1, *, kind: str | None = None, resolved: bool = False,
-        status: str = "ran", **figures: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "cell_id": f"{task}-{arm}-r{run}", "task": task, "class": "bug", "arm": arm,
-        "run": run, "status": status, "resolved": resolved, "error_kind": kind,
-        "error_detail": f"{kind} detail" if kind else None,
-        "counted": status == "ran" and counted(kind), "reused": False,
-        "input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-        "output_tokens": 0, "estimated_tokens": None, "cost_usd": None, "duration_s": 1.0,
-        "num_turns": None, "diff_files": 1, "diff_insertions": 2, "diff_deletions": 0,
-        "skip_reason": "expensive" if status == "skipped" else None,
-    }
-    base.update(figures)
-    return base
+from tests.rows import row, runs
 
 
 def test_medians_count_only_admissible_rows() -> None:
@@ -38,7 +38,29 @@ def test_medians_count_only_admissible_rows() -> None:
     (cell,) = summary.cells
     assert (cell.resolved, cell.valid, len(cell.excluded)) == (1, 2, 1)
     assert cell.medians["tokens"] == 200 and cell.medians["cost_usd"] == 2.0
-    assert cell.error_counts == {"verify-failed": 1, "session-error": 1}
+    assert cell.error_counts == {"session-error": 1, "verify-failed": 1}
+    assert [r["run"] for r in cell.counted_rows] == [1, 2]
+
+
+def test_each_usage_field_has_its_own_median_and_tokens_is_the_median_of_totals() -> None:
+    rows = [row("t", "a", 1, input_tokens=100, output_tokens=0, cache_read_input_tokens=7),
+            row("t", "a", 2, input_tokens=0, output_tokens=100, cache_read_input_tokens=9),
+            row("t", "a", 3, input_tokens=1, output_tokens=1, cache_creation_input_tokens=4,
+                cache_read_input_tokens=8)]
+    medians = summarize(rows).cells[0].medians
+    assert (medians["input_tokens"], medians["output_tokens"]) == (1, 1)
+    assert (medians["cache_creation_input_tokens"], medians["cache_read_input_tokens"]) == (0, 8)
+    # Totals per run are 107, 109 and 14: not the sum of the per-field medians (10).
+    assert medians["tokens"] == 107
+
+
+def test_session_time_cell_time_and_overhead_are_separate_figures() -> None:
+    rows = [row("t", "a", i, session_duration_s=s, duration_s=d, harness_overhead_s=d - s)
+            for i, (s, d) in enumerate([(10.0, 14.0), (20.0, 21.0), (30.0, 40.0)], start=1)]
+    medians = summarize(rows).cells[0].medians
+    assert medians["session_duration_s"] == 20.0
+    assert medians["duration_s"] == 21.0
+    assert medians["harness_overhead_s"] == 4.0
 
 
 def test_cost_median_is_null_when_any_counted_cost_is_unknown() -> None:
@@ -47,17 +69,38 @@ def test_cost_median_is_null_when_any_counted_cost_is_unknown() -> None:
     assert median_of(rows, "duration_s") == 1.0
 
 
-def test_tokens_sum_all_kinds() -> None:
-    r = row("t", "a", input_tokens=1, cache_creation_input_tokens=2,
-            cache_read_input_tokens=3, output_tokens=4)
-    assert median_of([r], "tokens") == 10
+def test_an_arm_combines_the_mean_of_its_per_task_medians() -> None:
+    rows = [*(row("easy", "a", i, output_tokens=n, cost_usd=float(n), num_turns=n)
+              for i, n in enumerate([1, 2, 3], start=1)),
+            row("hard", "a", 1, output_tokens=10, cost_usd=10.0, num_turns=10),
+            row("lost", "a", 1, kind="infra-error", output_tokens=999, cost_usd=999.0)]
+    arm = summarize(rows).arm("a")
+    # Medians 2 and 10; a pooled median of the runs would be 2.5; "lost" has no
+    # counted row and does not count as a task.
+    assert arm.medians["output_tokens"] == arm.medians["cost_usd"] == 6.0
+    assert arm.medians["num_turns"] == 6.0 and arm.medians["estimated_tokens"] is None
+    assert arm.tasks == 2 and (arm.resolved, arm.valid, len(arm.excluded)) == (0, 4, 1)
+    unknown = summarize([*rows, row("free", "a", 1, cost_usd=None, output_tokens=0)])
+    assert unknown.arm("a").medians["cost_usd"] is None
+    assert unknown.arm("a").medians["output_tokens"] == pytest.approx(4.0)
+
+
+def test_a_session_timeout_is_a_counted_unresolved_run_not_a_failure() -> None:
+    rows = runs("t", "hang", "RT", output_tokens=50)
+    summary = summarize(rows)
+    cell = summary.cells[0]
+    assert (cell.resolved, cell.valid, cell.excluded) == (1, 2, [])
+    assert cell.error_counts == {"session-timeout": 1}
+    assert summary.arm("hang").health.status is Health.OBSERVED_OK
 
 
 @pytest.mark.parametrize(("kinds", "expected"), [
     ([], Health.UNKNOWN),
-    ([None, "oracle-failed"], Health.OBSERVED_OK),
+    ([None, "oracle-failed", "session-timeout"], Health.OBSERVED_OK),
     ([None, "infra-error"], Health.DEGRADED),
-    (["skill-not-invoked"], Health.DEGRADED),  # evidence failure, still counted
+    (["verify-failed", "skill-not-invoked"], Health.DEGRADED),
+    (["skill-not-invoked"], Health.UNUSABLE),  # counted, yet the arm never did what it is
+    (["skill-not-invoked", "evidence-tampered", "session-error"], Health.UNUSABLE),
     (["infra-error", "session-error"], Health.UNUSABLE),
     (["oracle-unavailable"], Health.UNUSABLE),
 ])
@@ -65,47 +108,159 @@ def test_health(kinds: list[str | None], expected: Health) -> None:
     assert health([row("t", "a", i, kind=k) for i, k in enumerate(kinds)]) is expected
 
 
+def test_health_counters_and_reasons() -> None:
+    rows = [row("t", "a", 1, resolved=True), row("t", "a", 2, kind="session-error"),
+            row("t", "a", 3, kind="skill-not-invoked"), row("t", "a", 4, kind="oracle-failed"),
+            row("t", "a", 5, kind="skill-not-invoked"), row("t", "a", 6, status="skipped"),
+            row("t", "a", 7, kind="infra-error", reused=True)]
+    status = arm_health(rows)
+    assert status.status is Health.DEGRADED
+    assert (status.fresh, status.admissible) == (5, 4)
+    assert (status.execution_failures, status.evidence_failures) == (1, 2)
+    assert status.reasons == {"session-error": 1, "skill-not-invoked": 2}
+    assert status.describe() == ("3 of 5 fresh attempts failed: session-error x1, "
+                                 "skill-not-invoked x2")
+
+
 def test_reused_and_skipped_rows_are_not_fresh_attempts() -> None:
     assert health([row("t", "a", status="skipped")]) is Health.UNKNOWN
     assert health([row("t", "a", kind="infra-error", reused=True)]) is Health.UNKNOWN
 
 
-def test_savings_against_baseline() -> None:
+def test_savings_per_task_and_overall_against_baseline() -> None:
     assert savings(200.0, 150.0) == 25.0
     assert savings(100.0, 150.0) == -50.0
     assert savings(0.0, 1.0) is None and savings(None, 1.0) is None
-    rows = [row("t", "baseline", input_tokens=200, duration_s=10.0),
-            row("t", "workflow", input_tokens=150, duration_s=20.0)]
+    rows = [*runs("a", "baseline", "RR", input_tokens=200, session_duration_s=10.0),
+            *runs("a", "workflow", "RR", input_tokens=150, session_duration_s=20.0),
+            *runs("b", "baseline", "RR", input_tokens=600, session_duration_s=10.0),
+            *runs("b", "workflow", "RR", input_tokens=150, session_duration_s=10.0)]
     summary = summarize(rows)
     assert summary.baseline_arm == "baseline"
-    assert summary.savings["workflow"]["tokens"] == 25.0
-    assert summary.savings["workflow"]["duration_s"] == -100.0
-    assert summarize(rows, baseline_arm="workflow").savings["baseline"]["tokens"] == pytest.approx(
-        -33.333, rel=1e-3)
+    per_task = {(s.task, s.arm): s for s in summary.task_savings}
+    assert per_task[("a", "workflow")].savings["input_tokens"] == 25.0
+    assert per_task[("a", "workflow")].savings["session_duration_s"] == -100.0
+    assert per_task[("b", "workflow")].savings["tokens"] == 75.0
+    overall = summary.savings["workflow"]
+    # The sums of per-task medians: (800 - 300) / 800, and (20 - 30) / 20.
+    assert overall.savings["tokens"] == pytest.approx(62.5)
+    assert overall.savings["session_duration_s"] == pytest.approx(-50.0)
+    assert overall.tasks == ["a", "b"] and not overall.unresolved
+    interval = overall.intervals["tokens"]
+    # Two tasks: resamples are aa (25 %), bb (75 %) or mixed (62.5 %).
+    assert interval is not None and interval.low == 25.0 and interval.high == 75.0
+    flipped = summarize(rows, baseline_arm="workflow")
+    assert flipped.savings["baseline"].savings["tokens"] == pytest.approx(-500 / 3)
+
+
+def test_a_saving_where_the_arm_did_not_resolve_is_flagged() -> None:
+    rows = [*runs("a", "baseline", "RRF", output_tokens=100),
+            *runs("a", "cheap", "RFF", output_tokens=10),       # less often than baseline
+            *runs("a", "same", "FRR", output_tokens=50),        # as often
+            *runs("b", "baseline", "FFF", output_tokens=100),
+            *runs("b", "cheap", "FFF", output_tokens=10),       # never: flagged, baseline too
+            *runs("b", "same", "RFX", output_tokens=50)]        # 1/2 against 0/3
+    summary = summarize(rows)
+    flags = {(s.task, s.arm): s.unresolved for s in summary.task_savings}
+    assert flags == {("a", "cheap"): True, ("a", "same"): False,
+                     ("b", "cheap"): True, ("b", "same"): False}
+    assert summary.savings["cheap"].flagged_tasks == ["a", "b"]
+    assert summary.savings["cheap"].unresolved
+    assert summary.savings["same"].flagged_tasks == [] and not summary.savings["same"].unresolved
+    assert summary.savings["cheap"].savings["output_tokens"] == pytest.approx(90.0)
+
+
+def test_overall_savings_need_known_costs_and_common_tasks() -> None:
+    rows = [row("a", "baseline", cost_usd=2.0), row("a", "arm", cost_usd=1.0),
+            row("b", "baseline", cost_usd=2.0), row("b", "arm", cost_usd=None),
+            row("c", "arm", cost_usd=0.1)]  # the baseline never ran c
+    overall = summarize(rows).savings["arm"]
+    assert overall.tasks == ["a", "b"]
+    assert overall.savings["cost_usd"] is None and overall.intervals["cost_usd"] is None
+    single = summarize(rows[:2]).savings["arm"]
+    assert single.savings["cost_usd"] == 50.0 and single.intervals["cost_usd"] is None
+
+
+def test_the_bootstrap_interval_is_reproducible_and_follows_the_seed() -> None:
+    rng = random.Random(4)
+    rows = [row(f"t{t}", arm, r, output_tokens=rng.randrange(50, 500))
+            for t in range(6) for arm in ("baseline", "arm") for r in (1, 2, 3)]
+    first = summarize(rows).savings["arm"].intervals["output_tokens"]
+    assert first == summarize(list(reversed(rows))).savings["arm"].intervals["output_tokens"]
+    other = summarize(rows, settings=Settings(seed=99)).savings["arm"].intervals["output_tokens"]
+    assert first is not None and other is not None and first != other
+
+
+def test_paired_comparison_pairs_run_r_with_run_r_of_counted_rows() -> None:
+    rows = [*runs("a", "baseline", "RRFF"), *runs("a", "arm", "RFRF"),
+            *runs("b", "baseline", "RFX"), *runs("b", "arm", "RRR"),
+            *runs("c", "arm", "RR")]  # no baseline on c: nothing to pair
+    comparison = summarize(rows).comparisons["arm"]
+    # a: both, baseline only, arm only, neither; b: both, arm only (run 3 has no
+    # counted baseline row).
+    assert comparison.table == PairedTable(both=2, first_only=2, second_only=1, neither=1)
+    assert (comparison.tasks, comparison.runs) == (2, 4)
+    assert comparison.difference == pytest.approx(1 / 6)
+    assert comparison.p_value == exact_mcnemar(2, 1)
+    assert comparison.interval == paired_difference_interval(comparison.table)
+    assert comparison.too_small and comparison.needed is not None
+    assert comparison.needed.baseline_rate == pytest.approx(3 / 6)
+
+
+def test_a_clear_difference_is_not_too_small_to_tell() -> None:
+    rows = [r for t in range(10) for r in (*runs(f"t{t}", "baseline", "FFF"),
+                                           *runs(f"t{t}", "arm", "RRR"))]
+    comparison = summarize(rows).comparisons["arm"]
+    assert comparison.table == PairedTable(0, 30, 0, 0)
+    assert comparison.interval is not None and comparison.interval.low > 0
+    assert not comparison.too_small and comparison.needed is None
+    assert comparison.p_value == pytest.approx(2 / 2 ** 30)
+
+
+def test_without_pairs_the_comparison_plans_for_one_half() -> None:
+    rows = [*runs("a", "baseline", "XX"), *runs("a", "arm", "RR")]
+    comparison = summarize(rows).comparisons["arm"]
+    assert comparison.table.pairs == 0 and comparison.interval is None
+    assert comparison.p_value is None and comparison.difference is None
+    assert comparison.too_small and comparison.needed is not None
+    assert comparison.needed.baseline_rate == 0.5
+
+
+def test_pass_k_per_arm_over_tasks_with_enough_runs() -> None:
+    rows = [*runs("a", "arm", "RRF"), *runs("b", "arm", "RFX"), *runs("c", "arm", "XXX")]
+    passes = summarize(rows).arm("arm").pass_k
+    assert [p.k for p in passes] == [1, 2, 3] and [p.tasks for p in passes] == [2, 2, 1]
+    assert passes[0].pass_at_k == pytest.approx((2 / 3 + 1 / 2) / 2)
+    assert passes[1].pass_at_k == pytest.approx(statistics.fmean(
+        [pass_at_k(3, 2, 2), pass_at_k(2, 1, 2)]))
+    assert passes[1].pass_hat_k == pytest.approx(statistics.fmean(
+        [pass_hat_k(3, 2, 2), pass_hat_k(2, 1, 2)]))
+    assert (passes[2].pass_at_k, passes[2].pass_hat_k) == (1.0, 0.0)
+
+
+def test_resolve_rates_carry_wilson_intervals() -> None:
+    rows = [*runs("a", "arm", "RRF"), *runs("b", "arm", "RFFF")]
+    summary = summarize(rows)
+    assert summary.arm("arm").resolve_interval == wilson_interval(3, 7)
+    assert summary.cells[0].resolve_interval() == wilson_interval(2, 3)
+    assert summarize(runs("a", "arm", "XX")).arm("arm").resolve_interval is None
+
+
+def test_rows_are_taken_in_task_arm_run_order() -> None:
+    rows = [row("b", "z", 10), row("b", "z", 9), row("a", "z", 2), row("a", "y", 1),
+            row("b", "y", 1, status="skipped")]
+    summary = summarize(rows)
+    assert [(g.task, g.arm) for g in summary.cells] == [("a", "y"), ("a", "z"), ("b", "y"),
+                                                        ("b", "z")]
+    assert [a.arm for a in summary.arms] == ["y", "z"]
+    assert [r["run"] for r in summary.cells[3].counted_rows] == [9, 10]
+    assert [r["cell_id"] for r in summary.skipped] == ["b-y-r1"]
 
 
 def test_no_baseline_no_savings() -> None:
     summary = summarize([row("t", "gold"), row("t", "noop")])
     assert summary.baseline_arm is None and summary.savings == {}
-
-
-def test_report_lists_excluded_skipped_unusable_and_provenance() -> None:
-    rows = [row("t", "gold", resolved=True), row("t", "broken", kind="infra-error"),
-            row("u", "gold", status="skipped")]
-    summary = summarize(rows)
-    text = render_markdown(summary, {"sweep_id": "s1", "suite": "demo", "model": None,
-                                     "sandbox_backend": "bubblewrap"})
-    assert "| t | bug | gold | 1/1 |" in text
-    assert "| t-broken-r1 | infra-error | infra-error detail |" in text
-    assert "| u-gold-r1 | expensive |" in text
-    assert "UNUSABLE arms: broken" in text
-    assert "## Provenance" in text and "- model: n/a" in text
-    assert "No baseline arm" in text
-    assert unusable_lines(summary) == [
-        "wfbench: arm 'broken' is UNUSABLE: failures and not one admissible row"]
-    terminal = render_terminal(summary)
-    assert terminal[0].split()[:3] == ["arm", "health", "resolved/valid"]
-    assert any(line.startswith("broken") and "UNUSABLE" in line for line in terminal)
+    assert summary.comparisons == {} and summary.task_savings == []
 
 
 def test_redactor_replaces_secrets_in_text_and_data() -> None:

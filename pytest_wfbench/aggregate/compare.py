@@ -1,0 +1,113 @@
+"""Resolve rates compared: an arm against the baseline on the same (task, run)
+pairs, pass@k and pass^k per arm, and how much evidence it would take to tell
+arms apart when the sweep cannot."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_wfbench.aggregate.figures import TaskArm
+from pytest_wfbench.stats import (
+    Interval,
+    PairedTable,
+    SampleSize,
+    exact_mcnemar,
+    paired_difference_interval,
+    pass_at_k,
+    pass_hat_k,
+    sample_size,
+)
+
+
+@dataclass
+class PairedComparison:
+    """An arm against the baseline over (task, run) pairs where both rows count:
+    run r of the arm with run r of the baseline on the same task."""
+
+    arm: str
+    baseline_arm: str
+    table: PairedTable
+    """first = the arm, second = the baseline."""
+    tasks: int
+    """Tasks with at least one pair."""
+    runs: int
+    """The most pairs on one task."""
+    interval: Interval | None
+    """Of the arm's resolve rate minus the baseline's (Newcombe's method 10)."""
+    p_value: float | None
+    """Exact McNemar, two-sided."""
+    needed: SampleSize | None = None
+    """When the sweep is too small to tell the arms apart: what it would take to
+    detect the settings' difference."""
+
+    @property
+    def difference(self) -> float | None:
+        return self.table.difference if self.table.pairs else None
+
+    @property
+    def too_small(self) -> bool:
+        """No pair, or an interval for the difference that includes zero."""
+        return self.interval is None or self.interval.contains(0.0)
+
+
+def paired_comparison(
+    arm: str, baseline_arm: str, pairs: Sequence[tuple[TaskArm, TaskArm]], *,
+    confidence: float = 0.95, detectable_difference: float = 0.10, power: float = 0.8,
+) -> PairedComparison:
+    """Pair the counted rows of each (arm, baseline) per-task figures by run."""
+    counts = {"both": 0, "first_only": 0, "second_only": 0, "neither": 0}
+    per_task: list[int] = []
+    for arm_figures, base_figures in pairs:
+        base_by_run = {int(r["run"]): bool(r.get("resolved")) for r in base_figures.counted_rows}
+        paired = 0
+        for row in arm_figures.counted_rows:
+            run = int(row["run"])
+            if run not in base_by_run:
+                continue
+            paired += 1
+            mine, theirs = bool(row.get("resolved")), base_by_run[run]
+            key = ("both" if theirs else "first_only") if mine else (
+                "second_only" if theirs else "neither")
+            counts[key] += 1
+        if paired:
+            per_task.append(paired)
+    table = PairedTable(**counts)
+    comparison = PairedComparison(
+        arm=arm, baseline_arm=baseline_arm, table=table, tasks=len(per_task),
+        runs=max(per_task, default=0),
+        interval=paired_difference_interval(table, confidence) if table.pairs else None,
+        p_value=exact_mcnemar(table.first_only, table.second_only) if table.pairs else None,
+    )
+    if comparison.too_small:
+        # Without pairs, plan for the hardest baseline rate: one half.
+        rate = table.second_rate if table.pairs else 0.5
+        comparison.needed = sample_size(rate, detectable_difference, alpha=1.0 - confidence,
+                                        power=power)
+    return comparison
+
+
+@dataclass(frozen=True)
+class PassK:
+    """pass@k and pass^k of an arm: the mean over its tasks with at least k
+    counted runs of each task's unbiased estimate."""
+
+    k: int
+    tasks: int
+    pass_at_k: float
+    pass_hat_k: float
+
+
+def pass_k(per_task: Sequence[TaskArm]) -> list[PassK]:
+    """For k from 1 to the most counted runs an arm has on a task."""
+    counted = [t for t in per_task if t.valid]
+    out = []
+    for k in range(1, max((t.valid for t in counted), default=0) + 1):
+        eligible = [t for t in counted if t.valid >= k]
+        out.append(PassK(
+            k=k, tasks=len(eligible),
+            pass_at_k=statistics.fmean(pass_at_k(t.valid, t.resolved, k) for t in eligible),
+            pass_hat_k=statistics.fmean(pass_hat_k(t.valid, t.resolved, k) for t in eligible),
+        ))
+    return out

@@ -1,0 +1,114 @@
+"""Per (task, arm) figures: counts, error kinds and the median of each metric
+over the rows counted in medians (SPEC §5, §7), and the rule that combines an
+arm's per-task medians into one figure."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_wfbench.stats import Interval, wilson_interval
+
+Row = dict[str, Any]
+
+USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                "output_tokens")
+METRICS = ("tokens", *USAGE_FIELDS, "estimated_tokens", "cost_usd", "session_duration_s",
+           "duration_s", "harness_overhead_s", "num_turns", "diff_files", "diff_insertions",
+           "diff_deletions")
+"""``tokens`` is each row's total of the usage fields; ``session_duration_s`` the
+arm's own time, ``duration_s`` the cell's wall time and ``harness_overhead_s``
+their difference, each reported on its own."""
+SAVINGS_METRICS = ("tokens", *USAGE_FIELDS, "estimated_tokens", "cost_usd",
+                   "session_duration_s", "num_turns")
+"""What an arm spends: savings are reported for these, not for churn or for the
+harness's share of a cell."""
+
+
+def row_order(row: Row) -> tuple[str, str, int]:
+    """Rows in a stable order: by task, arm and run."""
+    return (str(row.get("task")), str(row.get("arm")), int(row.get("run") or 0))
+
+
+def total_tokens(row: Row) -> int:
+    """All model tokens of a row: input, cache creation, cache read and output."""
+    return sum(int(row.get(key) or 0) for key in USAGE_FIELDS)
+
+
+def metric(row: Row, name: str) -> float | None:
+    if name == "tokens":
+        return float(total_tokens(row))
+    value = row.get(name)
+    return None if value is None else float(value)
+
+
+def median_of(rows: Sequence[Row], name: str) -> float | None:
+    """Median over counted rows; null when no row has it, and for cost null
+    when any counted row's cost is null (unknown is never zero)."""
+    values = [metric(row, name) for row in rows]
+    if not values or (name == "cost_usd" and any(v is None for v in values)):
+        return None
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+@dataclass
+class TaskArm:
+    """Figures of one (task, arm) over its rows."""
+
+    task: str
+    task_class: str | None
+    arm: str
+    attempts: int = 0
+    """Rows that ran (counted or not)."""
+    valid: int = 0
+    """Rows counted in medians and resolve denominators."""
+    resolved: int = 0
+    skipped: int = 0
+    excluded: list[Row] = field(default_factory=list)
+    error_counts: dict[str, int] = field(default_factory=dict)
+    medians: dict[str, float | None] = field(default_factory=dict)
+    counted_rows: list[Row] = field(default_factory=list)
+    """The counted rows, by run: what pairing and resampling work on."""
+
+    @property
+    def rate(self) -> float | None:
+        return self.resolved / self.valid if self.valid else None
+
+    def resolve_interval(self, confidence: float = 0.95) -> Interval | None:
+        return wilson_interval(self.resolved, self.valid, confidence) if self.valid else None
+
+
+def task_arm(rows: Iterable[Row], task: str, arm: str) -> TaskArm:
+    """The figures of one (task, arm) from its rows."""
+    ordered = sorted(rows, key=row_order)
+    ran = [r for r in ordered if r.get("status") == "ran"]
+    counted = [r for r in ran if r.get("counted")]
+    first = ordered[0] if ordered else {}
+    return TaskArm(
+        task=task, task_class=first.get("class"), arm=arm,
+        attempts=len(ran), valid=len(counted),
+        resolved=sum(1 for r in counted if r.get("resolved")),
+        skipped=sum(1 for r in ordered if r.get("status") == "skipped"),
+        excluded=[r for r in ran if not r.get("counted")],
+        error_counts=dict(sorted(Counter(str(r["error_kind"]) for r in ran
+                                         if r.get("error_kind")).items())),
+        medians={name: median_of(counted, name) for name in METRICS},
+        counted_rows=counted,
+    )
+
+
+def combine_medians(per_task: Sequence[TaskArm], name: str) -> float | None:
+    """The arm rule: the mean of the arm's per-task medians of ``name`` over the
+    tasks where it has counted rows, so that every task weighs the same whatever
+    its number of runs. Tasks without the figure are left out (no script arm has
+    turns, no agent arm estimated tokens); cost is null when any of them has an
+    unknown cost, since unknown is never zero."""
+    medians = [t.medians.get(name) for t in per_task if t.valid]
+    if not medians or (name == "cost_usd" and any(m is None for m in medians)):
+        return None
+    known = [m for m in medians if m is not None]
+    return statistics.fmean(known) if known else None

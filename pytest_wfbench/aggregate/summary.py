@@ -1,0 +1,152 @@
+"""A sweep's summary: every figure the report shows, from the rows alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pytest_wfbench.aggregate.compare import PairedComparison, PassK, paired_comparison, pass_k
+from pytest_wfbench.aggregate.figures import (
+    METRICS,
+    Row,
+    TaskArm,
+    combine_medians,
+    row_order,
+    task_arm,
+)
+from pytest_wfbench.aggregate.health import ArmHealth, Health, arm_health
+from pytest_wfbench.aggregate.savings import OverallSaving, TaskSaving, overall_saving, task_saving
+from pytest_wfbench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval, wilson_interval
+
+DEFAULT_BASELINE = "baseline"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How uncertainty is computed. The defaults are fixed, so that the same rows
+    always give the same report."""
+
+    confidence: float = 0.95
+    seed: int = DEFAULT_SEED
+    """Of the bootstrap."""
+    resamples: int = DEFAULT_RESAMPLES
+    detectable_difference: float = 0.10
+    """The difference in resolve rate the "too small to tell" line plans for."""
+    power: float = 0.8
+
+
+@dataclass
+class ArmSummary:
+    """An arm over all its tasks."""
+
+    arm: str
+    tasks: int
+    """Tasks where the arm has counted rows."""
+    attempts: int
+    valid: int
+    resolved: int
+    skipped: int
+    excluded: list[Row]
+    error_counts: dict[str, int]
+    medians: dict[str, float | None]
+    """Per metric, the mean of the arm's per-task medians (see combine_medians)."""
+    health: ArmHealth
+    pass_k: list[PassK]
+    resolve_interval: Interval | None
+    """Wilson, over the arm's counted runs pooled across tasks."""
+
+
+@dataclass
+class Summary:
+    cells: list[TaskArm]
+    """Per (task, arm), by task then arm."""
+    arms: list[ArmSummary]
+    baseline_arm: str | None
+    task_savings: list[TaskSaving]
+    """Per (task, arm) against the baseline, by task then arm."""
+    savings: dict[str, OverallSaving]
+    """Arm -> its savings over all tasks against the baseline."""
+    comparisons: dict[str, PairedComparison]
+    """Arm -> its paired comparison of resolve rates against the baseline."""
+    skipped: list[Row]
+    rows: int
+    settings: Settings = field(default_factory=Settings)
+
+    @property
+    def health(self) -> dict[str, Health]:
+        return {arm.arm: arm.health.status for arm in self.arms}
+
+    @property
+    def unusable(self) -> list[str]:
+        return [arm.arm for arm in self.arms if arm.health.status is Health.UNUSABLE]
+
+    def arm(self, name: str) -> ArmSummary:
+        return next(arm for arm in self.arms if arm.arm == name)
+
+
+def summarize(rows: Sequence[Row], baseline_arm: str | None = None,
+              settings: Settings | None = None) -> Summary:
+    """Figures per (task, arm) and per arm, health, and against the baseline arm
+    (``baseline`` unless given; none when it is not in the sweep) savings and a
+    paired comparison. Rows are taken in the order (task, arm, run), whatever
+    order they came in; tool-cost lane rows do not belong here."""
+    settings = settings or Settings()
+    ordered = sorted(rows, key=row_order)
+    per_cell: dict[tuple[str, str], list[Row]] = {}
+    for r in ordered:
+        per_cell.setdefault((str(r["task"]), str(r["arm"])), []).append(r)
+    tasks = sorted({task for task, _ in per_cell})
+    arms = sorted({arm for _, arm in per_cell})
+    cells = {key: task_arm(group, *key) for key, group in per_cell.items()}
+    by_arm = {arm: [cells[(t, arm)] for t in tasks if (t, arm) in cells] for arm in arms}
+    summaries = [_arm_summary(arm, by_arm[arm], [r for r in ordered if r["arm"] == arm],
+                              settings) for arm in arms]
+    baseline = baseline_arm if baseline_arm is not None else DEFAULT_BASELINE
+    if baseline not in by_arm:
+        baseline = ""
+    task_savings: list[TaskSaving] = []
+    overall: dict[str, OverallSaving] = {}
+    comparisons: dict[str, PairedComparison] = {}
+    if baseline:
+        for arm in arms:
+            if arm == baseline:
+                continue
+            pairs = [(cells[(t, arm)], cells[(t, baseline)]) for t in tasks
+                     if (t, arm) in cells and (t, baseline) in cells]
+            overall[arm] = overall_saving(arm, pairs, seed=settings.seed,
+                                          resamples=settings.resamples,
+                                          confidence=settings.confidence)
+            comparisons[arm] = paired_comparison(
+                arm, baseline, pairs, confidence=settings.confidence,
+                detectable_difference=settings.detectable_difference, power=settings.power)
+        task_savings = [task_saving(cells[(t, arm)], cells[(t, baseline)])
+                        for t in tasks for arm in arms
+                        if arm != baseline and (t, arm) in cells and (t, baseline) in cells
+                        and cells[(t, arm)].valid and cells[(t, baseline)].valid]
+    return Summary(
+        cells=[cells[(t, a)] for t in tasks for a in arms if (t, a) in cells],
+        arms=summaries, baseline_arm=baseline or None, task_savings=task_savings,
+        savings=overall, comparisons=comparisons,
+        skipped=[r for r in ordered if r.get("status") == "skipped"], rows=len(ordered),
+        settings=settings,
+    )
+
+
+def _arm_summary(arm: str, per_task: list[TaskArm], rows: list[Row],
+                 settings: Settings) -> ArmSummary:
+    valid = sum(t.valid for t in per_task)
+    resolved = sum(t.resolved for t in per_task)
+    errors: dict[str, int] = {}
+    for t in per_task:
+        for kind, n in t.error_counts.items():
+            errors[kind] = errors.get(kind, 0) + n
+    return ArmSummary(
+        arm=arm, tasks=sum(1 for t in per_task if t.valid),
+        attempts=sum(t.attempts for t in per_task), valid=valid, resolved=resolved,
+        skipped=sum(t.skipped for t in per_task),
+        excluded=[r for t in per_task for r in t.excluded],
+        error_counts=dict(sorted(errors.items())),
+        medians={name: combine_medians(per_task, name) for name in METRICS},
+        health=arm_health(rows), pass_k=pass_k(per_task),
+        resolve_interval=wilson_interval(resolved, valid, settings.confidence) if valid else None,
+    )

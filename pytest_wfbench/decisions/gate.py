@@ -1,0 +1,229 @@
+"""The promotion gate: should a candidate arm's skill files replace its
+incumbent's? A pure function from rows to the evidence written to
+promotion.json, verdict and reasons included."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pytest_wfbench.aggregate import (
+    Health,
+    Row,
+    TaskArm,
+    arm_health,
+    is_fresh,
+    median_of,
+    pooled_saving,
+    row_order,
+    task_arm,
+)
+from pytest_wfbench.decisions.policy import PromotionContext, PromotionPolicy
+from pytest_wfbench.stats import Interval, cluster_bootstrap, stratified_bootstrap
+
+EVIDENCE_VERSION = 1
+PROMOTE = "promote"
+KEEP_INCUMBENT = "keep_incumbent"
+
+
+def improvement(incumbent: float | None, candidate: float | None) -> float | None:
+    """How much less the candidate spends, in % of the incumbent: positive is
+    better. None when unknown, or when the incumbent spent nothing and the
+    candidate something (a regression of no finite size)."""
+    if incumbent is None or candidate is None:
+        return None
+    if incumbent == 0:
+        return 0.0 if candidate == 0 else None
+    return (incumbent - candidate) / incumbent * 100.0
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    required: bool
+    held: bool
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "required": self.required, "held": self.held,
+                "detail": self.detail}
+
+
+def decide(rows: Iterable[Row], candidate: str, incumbent: str, policy: PromotionPolicy,
+           context: PromotionContext) -> dict[str, Any]:
+    """The evidence for or against promoting ``candidate`` over ``incumbent``,
+    as a JSON-able dict (promotion.json). Only these two arms' rows are read.
+
+    The verdict is ``promote`` when every required condition holds, else
+    ``keep_incumbent``; an aborted or cancelled sweep, an UNUSABLE arm and any
+    excluded fresh candidate run are conditions that can never be waived."""
+    own = sorted((r for r in rows if r.get("arm") in (candidate, incumbent)), key=row_order)
+    by_arm = {arm: [r for r in own if r["arm"] == arm] for arm in (candidate, incumbent)}
+    ran_tasks = sorted({str(r["task"]) for r in own if r.get("status") == "ran"})
+    not_run = sorted({str(r["task"]) for r in own} - set(ran_tasks))
+    figures = {arm: {task: task_arm([r for r in by_arm[arm] if r["task"] == task], task, arm)
+                     for task in ran_tasks} for arm in (candidate, incumbent)}
+    health = {arm: context.health.get(arm) or arm_health(by_arm[arm]).status
+              for arm in (candidate, incumbent)}
+    tasks = [_task_evidence(figures[candidate][t], figures[incumbent][t], policy)
+             for t in ran_tasks]
+    overall = _overall_evidence(figures[candidate], figures[incumbent], tasks, policy)
+    excluded = [str(r["cell_id"]) for r in by_arm[candidate]
+                if is_fresh(r) and not r.get("counted")]
+    conditions = _conditions(policy, context, health, excluded, tasks, overall)
+    failed = [c for c in conditions if c.required and not c.held]
+    verdict = KEEP_INCUMBENT if failed else PROMOTE
+    if failed:
+        reasons = [c.detail for c in failed]
+    else:
+        reasons = [f"every required condition held: {policy.metric} improved by "
+                   f"{overall['improvement_pct']:.1f}% over {overall['tasks']} tasks"]
+    now = context.now.astimezone(UTC)
+    return {
+        "schema_version": EVIDENCE_VERSION,
+        "candidate": candidate,
+        "incumbent": incumbent,
+        "verdict": verdict,
+        "reasons": reasons,
+        "policy": policy.to_json(),
+        "sweep_state": context.sweep_state,
+        "health": {arm: status.value for arm, status in health.items()},
+        "metric": policy.metric,
+        "tasks": tasks,
+        "tasks_not_run": not_run,
+        "excluded_candidate_runs": excluded,
+        "overall": overall,
+        "conditions": [c.to_json() for c in conditions],
+        "recorded_at": _iso(now),
+        "expires_at": _iso(now + timedelta(days=policy.expiry_days)),
+        "digests": context.digests.to_json(),
+    }
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _resolved_task(figures: TaskArm, policy: PromotionPolicy) -> bool:
+    return figures.valid > 0 and figures.resolved >= policy.resolved_share * figures.valid
+
+
+def _side(figures: TaskArm, policy: PromotionPolicy) -> dict[str, Any]:
+    return {"scored_runs": figures.valid, "resolved_runs": figures.resolved,
+            "excluded_runs": len(figures.excluded), "resolved": _resolved_task(figures, policy),
+            "median": figures.medians.get(policy.metric)}
+
+
+def _interval(interval: Interval | None) -> list[float] | None:
+    return None if interval is None else interval.to_json()
+
+
+def _task_evidence(candidate: TaskArm, incumbent: TaskArm,
+                   policy: PromotionPolicy) -> dict[str, Any]:
+    """One task: both sides, and the improvement of the metric's median with a
+    bootstrap interval that resamples each arm's runs on its own."""
+    interval = None
+    if candidate.valid >= 2 and incumbent.valid >= 2:
+        def statistic(drawn: list[list[Row]]) -> float | None:
+            return improvement(median_of(drawn[1], policy.metric),
+                               median_of(drawn[0], policy.metric))
+        interval = stratified_bootstrap([candidate.counted_rows, incumbent.counted_rows],
+                                        statistic, seed=policy.seed,
+                                        resamples=policy.resamples,
+                                        confidence=policy.confidence)
+    return {
+        "task": candidate.task,
+        "candidate": _side(candidate, policy),
+        "incumbent": _side(incumbent, policy),
+        "improvement_pct": improvement(incumbent.medians.get(policy.metric),
+                                       candidate.medians.get(policy.metric)),
+        "interval_pct": _interval(interval),
+    }
+
+
+def _overall_evidence(candidate: dict[str, TaskArm], incumbent: dict[str, TaskArm],
+                      tasks: list[dict[str, Any]], policy: PromotionPolicy) -> dict[str, Any]:
+    """All tasks where both arms have scored runs: the improvement of the sum of
+    per-task medians, with an interval that resamples tasks."""
+    both = [t["task"] for t in tasks if t["candidate"]["scored_runs"]
+            and t["incumbent"]["scored_runs"]]
+    pairs = [(incumbent[t].medians.get(policy.metric), candidate[t].medians.get(policy.metric))
+             for t in both]
+    known = [(i, c) for i, c in pairs if i is not None and c is not None]
+    value = interval = None
+    if both and len(known) == len(pairs):
+        value = pooled_saving(known)
+        interval = cluster_bootstrap(known, pooled_saving, seed=policy.seed,
+                                     resamples=policy.resamples, confidence=policy.confidence)
+
+    def totals(side: str, figures: dict[str, TaskArm]) -> dict[str, Any]:
+        medians = [figures[t].medians.get(policy.metric) for t in both]
+        return {"scored_runs": sum(f.valid for f in figures.values()),
+                "resolved_runs": sum(f.resolved for f in figures.values()),
+                "resolved_tasks": sum(1 for t in tasks if t[side]["resolved"]),
+                "median_sum": None if None in medians
+                else sum(m for m in medians if m is not None)}
+
+    return {"tasks": len(both), "candidate": totals("candidate", candidate),
+            "incumbent": totals("incumbent", incumbent), "improvement_pct": value,
+            "interval_pct": _interval(interval)}
+
+
+def _conditions(policy: PromotionPolicy, context: PromotionContext, health: dict[str, Health],
+                excluded: list[str], tasks: list[dict[str, Any]],
+                overall: dict[str, Any]) -> list[Condition]:
+    metric = policy.metric
+    unusable = [arm for arm, status in health.items() if status is Health.UNUSABLE]
+    short = [f"{t['task']} (candidate {t['candidate']['scored_runs']}, incumbent "
+             f"{t['incumbent']['scored_runs']})" for t in tasks
+             if min(t["candidate"]["scored_runs"], t["incumbent"]["scored_runs"])
+             < policy.min_runs]
+    unpaired = [f"{t['task']} (candidate {t['candidate']['scored_runs']}, incumbent "
+                f"{t['incumbent']['scored_runs']})" for t in tasks
+                if t["candidate"]["scored_runs"] != t["incumbent"]["scored_runs"]]
+    resolved = (overall["candidate"]["resolved_tasks"], overall["incumbent"]["resolved_tasks"])
+    gain, interval = overall["improvement_pct"], overall["interval_pct"]
+    regressed = [f"{t['task']} ({_pct(t['improvement_pct'])})" for t in tasks
+                 if t["improvement_pct"] is None
+                 or t["improvement_pct"] < -policy.max_task_regression]
+    return [
+        Condition("sweep_complete", True, context.sweep_state == "complete",
+                  f"the sweep is {context.sweep_state}"
+                  + ("" if context.sweep_state == "complete" else ": its evidence is partial")),
+        Condition("arms_usable", True, not unusable,
+                  f"UNUSABLE arms: {', '.join(unusable)}" if unusable
+                  else "neither arm is UNUSABLE"),
+        Condition("no_excluded_candidate_runs", True, not excluded,
+                  f"excluded candidate runs: {', '.join(excluded)}" if excluded
+                  else "no candidate run was excluded"),
+        Condition("min_runs", True, bool(tasks) and not short,
+                  "no task ran" if not tasks else
+                  f"fewer than {policy.min_runs} scored runs: {', '.join(short)}" if short
+                  else f"every task has at least {policy.min_runs} scored runs for both arms"),
+        Condition("paired_runs", True, bool(tasks) and not unpaired,
+                  "no task ran" if not tasks else
+                  f"different numbers of scored runs: {', '.join(unpaired)}" if unpaired
+                  else "both arms have the same number of scored runs on every task"),
+        Condition("resolved_tasks", True, resolved[0] >= resolved[1],
+                  f"candidate resolved {resolved[0]} tasks, incumbent {resolved[1]}"),
+        Condition("min_improvement", True, gain is not None and gain >= policy.min_improvement,
+                  f"{metric} is not known on every task" if gain is None else
+                  f"{metric} improved by {_pct(gain)} overall (minimum "
+                  f"{policy.min_improvement:g}%)"),
+        Condition("max_task_regression", True, bool(tasks) and not regressed,
+                  f"tasks worse by more than {policy.max_task_regression:g}% or not "
+                  f"comparable: {', '.join(regressed)}" if regressed
+                  else f"no task worse by more than {policy.max_task_regression:g}%"),
+        Condition("significance", policy.require_significance,
+                  interval is not None and interval[0] > 0,
+                  "no interval for the overall improvement" if interval is None else
+                  f"{policy.confidence:.0%} interval of the improvement "
+                  f"{_pct(interval[0])} to {_pct(interval[1])}"
+                  + (" lies above zero" if interval[0] > 0 else " includes or is below zero")),
+    ]
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1f}%"

@@ -1,0 +1,117 @@
+"""What the promotion gate is given: the policy it applies, and the context of
+the sweep whose rows it judges. Candidate arms are named after their incumbent."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pytest_wfbench.aggregate import SAVINGS_METRICS, Health
+from pytest_wfbench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+CANDIDATE_PREFIX = "candidate_"
+SweepState = Literal["complete", "aborted", "cancelled"]
+SWEEP_STATES: tuple[SweepState, ...] = ("complete", "aborted", "cancelled")
+
+
+def candidate_arm(incumbent: str) -> str:
+    """The name of the candidate arm paired with ``incumbent``."""
+    return f"{CANDIDATE_PREFIX}{incumbent}"
+
+
+def incumbent_of(arm: str) -> str | None:
+    """The incumbent of a candidate arm (``candidate_X`` -> ``X``), else None."""
+    if arm.startswith(CANDIDATE_PREFIX) and len(arm) > len(CANDIDATE_PREFIX):
+        return arm[len(CANDIDATE_PREFIX):]
+    return None
+
+
+def candidate_pairs(arms: Iterable[str]) -> list[tuple[str, str]]:
+    """(candidate, incumbent) for every candidate arm whose incumbent is among
+    ``arms``, sorted by candidate."""
+    present = set(arms)
+    return sorted((arm, incumbent) for arm in present
+                  if (incumbent := incumbent_of(arm)) is not None and incumbent in present)
+
+
+@dataclass(frozen=True)
+class PromotionPolicy:
+    """When a candidate replaces its incumbent. Percentages are in percent."""
+
+    metric: str = "cost_usd"
+    """What the candidate must spend less of: one of aggregate.SAVINGS_METRICS."""
+    min_runs: int = 3
+    """Scored runs each arm needs on every task."""
+    min_improvement: float = 5.0
+    """Overall improvement of the metric needed, in %."""
+    max_task_regression: float = 20.0
+    """No task may get worse on the metric by more than this, in %."""
+    require_significance: bool = False
+    """Whether the overall improvement's interval must lie entirely above zero."""
+    expiry_days: int = 7
+    resolved_share: float = 1.0
+    """A task counts as resolved by an arm when at least this share of its scored
+    runs resolved (1.0: all of them)."""
+    seed: int = DEFAULT_SEED
+    resamples: int = DEFAULT_RESAMPLES
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if self.metric not in SAVINGS_METRICS:
+            raise ValueError(f"promotion metric {self.metric!r} is not one of "
+                             f"{', '.join(SAVINGS_METRICS)}")
+        if self.min_runs < 1:
+            raise ValueError(f"min_runs must be at least 1, not {self.min_runs}")
+        if self.min_improvement < 0 or self.max_task_regression < 0:
+            raise ValueError("min_improvement and max_task_regression are percentages >= 0")
+        if self.expiry_days < 0:
+            raise ValueError(f"expiry_days cannot be negative: {self.expiry_days}")
+        if not 0.0 < self.resolved_share <= 1.0:
+            raise ValueError(f"resolved_share is in (0, 1], not {self.resolved_share}")
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+DigestValue = str | dict[str, str] | None
+
+
+@dataclass(frozen=True)
+class Digests:
+    """Everything that determines the evidence: when any of it changes, the
+    verdict no longer applies. Per-task digests may be given as task -> digest."""
+
+    overlay: DigestValue
+    incumbent_skills: DigestValue
+    task_prompts: DigestValue
+    oracles: DigestValue
+    model: DigestValue
+    effort: DigestValue
+    harness_version: DigestValue
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: dict(sorted(value.items())) if isinstance(value, dict) else value
+                for name, value in dataclasses.asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class PromotionContext:
+    """The sweep the rows come from."""
+
+    sweep_state: SweepState
+    digests: Digests
+    now: datetime
+    """Timezone-aware: when the evidence was taken; its expiry counts from it."""
+    health: Mapping[str, Health] = field(default_factory=dict)
+    """Arm -> health as the sweep's summary has it; an arm left out is judged
+    from its rows."""
+
+    def __post_init__(self) -> None:
+        if self.sweep_state not in SWEEP_STATES:
+            raise ValueError(f"sweep state {self.sweep_state!r} is not one of "
+                             f"{', '.join(SWEEP_STATES)}")
+        if self.now.tzinfo is None:
+            raise ValueError("the promotion context's time must be timezone-aware")

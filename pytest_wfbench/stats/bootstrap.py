@@ -1,0 +1,84 @@
+"""The seeded percentile bootstrap: whole clusters (tasks, with their runs)
+resampled with replacement, so that runs of one task, which share its difficulty,
+are never treated as independent evidence (Davison and Hinkley 1997, section 3.8).
+A given seed always gives the same interval, so a report re-renders byte for byte."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from pytest_wfbench.stats.interval import Interval
+
+T = TypeVar("T")
+
+DEFAULT_SEED = 20261130
+DEFAULT_RESAMPLES = 2000
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The q-quantile of sorted values, interpolated linearly between order
+    statistics (Hyndman and Fan's definition 7, numpy's default)."""
+    if not ordered:
+        raise ValueError("the percentile of no values")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"a quantile is between 0 and 1, not {q}")
+    position = q * (len(ordered) - 1)
+    below = math.floor(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+
+def stratified_bootstrap(
+    strata: Sequence[Sequence[T]],
+    statistic: Callable[[list[list[T]]], float | None],
+    *,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+) -> Interval | None:
+    """Percentile interval of ``statistic`` over resamples that draw, from each
+    stratum independently, as many members as it has, with replacement.
+
+    A resample whose statistic is undefined (None, or not finite) is left out;
+    when more than half are, there is no interval (None)."""
+    if not strata or any(not stratum for stratum in strata):
+        raise ValueError("every stratum of a bootstrap needs at least one member")
+    if resamples < 1:
+        raise ValueError(f"a bootstrap needs at least one resample, not {resamples}")
+    rng = random.Random(seed)
+    indices = [range(len(stratum)) for stratum in strata]
+    values: list[float] = []
+    for _ in range(resamples):
+        drawn = [[stratum[i] for i in rng.choices(index, k=len(index))]
+                 for stratum, index in zip(strata, indices, strict=True)]
+        value = statistic(drawn)
+        if value is not None and math.isfinite(value):
+            values.append(value)
+    if 2 * len(values) < resamples:
+        return None
+    values.sort()
+    alpha = 1.0 - confidence
+    return Interval(percentile(values, alpha / 2.0), percentile(values, 1.0 - alpha / 2.0),
+                    confidence)
+
+
+def cluster_bootstrap(
+    clusters: Sequence[T],
+    statistic: Callable[[list[T]], float | None],
+    *,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    min_clusters: int = 2,
+) -> Interval | None:
+    """Percentile interval of ``statistic`` over resamples of whole clusters.
+
+    Fewer than ``min_clusters`` clusters give no interval (None): one task
+    resampled is always itself, and a zero-width interval would claim certainty."""
+    if len(clusters) < max(1, min_clusters):
+        return None
+    return stratified_bootstrap([clusters], lambda drawn: statistic(drawn[0]), seed=seed,
+                                resamples=resamples, confidence=confidence)
