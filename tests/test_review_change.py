@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import textwrap
@@ -334,3 +335,32 @@ def test_ranges_agree_with_gits_zero_context_hunks(tmp_path: Path) -> None:
             continue
         (changed,) = parse_change(full).files
         assert changed.ranges == _zero_context_ranges(diff("-U0")), (case, full)
+
+
+def _run_python(tree: Path, code: str) -> str:
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True,
+                            text=True, check=True)
+    return result.stdout.strip()
+
+
+def test_demo_changes_pass_their_own_tests_and_the_planted_bug_is_real(tmp_path: Path) -> None:
+    import sys
+
+    bug, clean = load_task_file(DEMO_REVIEW).tasks
+    for task in (bug, clean):
+        assert task.change is not None
+        tree = _repo(tmp_path / task.id, TEXTSTATS)
+        _git(tree, "apply", str(task.change))
+        # The change's own visible tests pass: nothing short of reviewing finds the bug.
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "tests/test_core.py"], cwd=tree, check=True, capture_output=True,
+                       env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+        if task is bug:
+            # The docstring promises stop_words={"The"} leaves out "the"; it does not.
+            assert _run_python(tree, "import textstats; print(textstats.top_words("
+                               "'The the cat', n=1, stop_words={'The'}))") == "['the']"
+        else:
+            assert _run_python(tree, "import textstats; print(textstats.top_words("
+                               "'b a b', n=5))") == "['b', 'a']"

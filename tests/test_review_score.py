@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +50,9 @@ def labels(*expected: ReviewLabel, verdict: str = "request_changes") -> ReviewLa
 def test_tolerance_and_weights_are_the_documented_ones() -> None:
     assert TOLERANCE_LINES == 3
     assert SEVERITY_WEIGHTS == {"critical": 8, "high": 4, "medium": 2, "low": 1}
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "review.md").read_text()
+    assert f"**{TOLERANCE_LINES} lines**" in docs
+    assert "**critical 8,\n  high 4, medium 2, low 1**" in docs
 
 
 def test_exact_match_resolves() -> None:

@@ -100,8 +100,9 @@ def _lone_surrogate(value: Any) -> bool:
 def load_json(data: bytes) -> Any:
     """Strict JSON from bytes, or :class:`ReviewArtifactError` naming what is wrong."""
     if len(data) > MAX_ARTIFACT_BYTES:
-        _fail(f"oversized: {len(data):,} bytes, over the limit of {MAX_ARTIFACT_BYTES:,} "
-              "(256 KiB)")
+        # The glue may read one byte past the limit and no more: "at least".
+        _fail(f"oversized: at least {len(data):,} bytes, over the limit of "
+              f"{MAX_ARTIFACT_BYTES:,} (256 KiB)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
