@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_wfbench.review.artifact import ReviewArtifact, ReviewFinding
+from pytest_wfbench.review.artifact import (
+    ReviewArtifact,
+    ReviewFinding,
+    gold_review,
+    noop_review,
+    parse_review,
+    render_review,
+)
+from pytest_wfbench.review.change import parse_change
 from pytest_wfbench.review.score import (
     SEVERITY_WEIGHTS,
     TOLERANCE_LINES,
@@ -17,7 +25,7 @@ from pytest_wfbench.review.score import (
     match_findings,
     score_review,
 )
-from pytest_wfbench.tasks import ReviewLabel, ReviewLabels
+from pytest_wfbench.tasks import ReviewLabel, ReviewLabels, load_task_file
 
 CORE = "textstats/core.py"
 # The change touched core.py lines 20-34 and the test file's lines 36-40.
@@ -227,3 +235,21 @@ def test_matching_size_equals_brute_force_on_random_cases() -> None:
         assert len(matches) == _brute_force_matches(findings, expected)
         assert len({f for f, _ in matches}) == len(matches) == len({lab for _, lab in matches})
         assert matches == match_findings(findings, expected)  # deterministic
+
+
+def test_gold_resolves_every_demo_review_task_and_noop_only_the_clean_control() -> None:
+    demo = Path(__file__).resolve().parent.parent / "tasks" / "demo-review.yaml"
+    outcomes = {}
+    for task in load_task_file(demo).tasks:
+        assert task.change is not None and task.oracle.review is not None
+        changed = parse_change(task.change.read_bytes()).changed_ranges
+        for arm, artifact in (("gold", gold_review(task.oracle.review)), ("noop", noop_review())):
+            written = parse_review(render_review(artifact))  # as the arm's file is read back
+            score = score_review(written, task.oracle.review, changed)
+            outcomes[task.id, arm] = (score.resolved, score.grounding)
+    assert outcomes == {
+        ("review-stop-words", "gold"): (True, 1.0),
+        ("review-stop-words", "noop"): (False, 1.0),
+        ("review-top-words-doc", "gold"): (True, 1.0),
+        ("review-top-words-doc", "noop"): (True, 1.0),
+    }
