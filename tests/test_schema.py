@@ -16,23 +16,31 @@ import yaml
 from pytest_wfbench.tasks import (
     AGENT_ARM_KEYS,
     ARM_KINDS,
+    CATEGORIES,
     LIMIT_KEYS,
     ORACLE_KEYS,
     PHASE_KEYS,
     PHASE_ROLES,
+    REVIEW_LABEL_KEYS,
+    REVIEW_ORACLE_KEYS,
+    REVIEW_TASK_KEYS,
     SANDBOX_KEYS,
     SCENARIO_KEYS,
     SCENARIO_KINDS,
     SCRIPT_ARM_KEYS,
+    SEVERITIES,
     SUBJECT_KEYS,
     TASK_KEYS,
+    TASK_KINDS,
     TOP_KEYS,
+    VERDICTS,
     TaskFileError,
     load_task_file,
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO = REPO_ROOT / "tasks" / "demo.yaml"
+DEMO_REVIEW = REPO_ROOT / "tasks" / "demo-review.yaml"
 VCS_LOOP = REPO_ROOT / "tasks" / "vcs-loop.yaml"
 
 Doc = dict[str, Any]
@@ -70,9 +78,36 @@ def _base() -> Doc:
     }
 
 
+CHANGE_PATCH = """\
+diff --git a/a.py b/a.py
+--- a/a.py
++++ b/a.py
+@@ -1,2 +1,2 @@
+ def f(x):
+-    return x
++    return -x
+"""
+
+
+def _review_task() -> Doc:
+    """A valid review task; its change is ``change.patch`` beside the task file."""
+    return {
+        "id": "r1",
+        "kind": "review",
+        "prompt": "Negate f.",
+        "change": "change.patch",
+        "oracle": {
+            "findings": [{"path": "a.py", "line": 2, "severity": "high",
+                          "category": "correctness", "blocking": True}],
+            "verdict": "request_changes",
+        },
+    }
+
+
 def _write(tmp_path: Path, doc: Doc) -> Path:
-    """Write ``doc`` as a task file, with the repo folder it refers to."""
+    """Write ``doc`` as a task file, with the repo folder and change patch it refers to."""
     (tmp_path / "repo").mkdir(exist_ok=True)
+    (tmp_path / "change.patch").write_text(CHANGE_PATCH, encoding="utf-8")
     path = tmp_path / "suite.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return path
@@ -154,6 +189,60 @@ def _drop_top(key: str) -> Callable[[Doc], None]:
     return mutate
 
 
+def _review(mutate: Callable[[Doc], None]) -> Callable[[Doc], None]:
+    """The base document with a review task in place of its task, then ``mutate``d."""
+
+    def apply(doc: Doc) -> None:
+        doc["tasks"] = [_review_task()]
+        mutate(doc)
+
+    return apply
+
+
+def _set_label(key: str, value: Any) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        _task(doc)["oracle"]["findings"][0][key] = value
+
+    return mutate
+
+
+def _drop_label(key: str) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        del _task(doc)["oracle"]["findings"][0][key]
+
+    return mutate
+
+
+def _set_review_oracle(key: str, value: Any) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        _task(doc)["oracle"][key] = value
+
+    return mutate
+
+
+def _clean_control(verdict: str) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        _task(doc)["oracle"] = {"findings": [], "verdict": verdict}
+
+    return mutate
+
+
+def _drop_review_oracle(key: str) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        del _task(doc)["oracle"][key]
+
+    return mutate
+
+
+def _unknown_verdict(doc: Doc) -> None:
+    _task(doc)["oracle"]["findings"][0]["blocking"] = False  # no rule on the verdict then
+    _task(doc)["oracle"]["verdict"] = "lgtm"
+
+
+def _findings_on_change_task(doc: Doc) -> None:
+    _task(doc)["oracle"]["findings"] = []
+
+
 # (case id, mutation of the valid base document, field the loader must blame)
 INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
     ("unknown-top-level-key", _set_top("extra", 1), "extra"),
@@ -172,6 +261,37 @@ INVALID: list[tuple[str, Callable[[Doc], None], str]] = [
     ("no-tasks-and-no-scenarios", _drop_top("tasks"), "tasks"),
     ("unknown-scenario-key", _scenario(bogus="x"), "bogus"),
     ("unknown-scenario-kind", _scenario(kind="bisect"), "kind"),
+    ("unknown-task-kind", _set_task("kind", "audit"), "kind"),
+    ("change-on-a-change-task", _set_task("change", "change.patch"), "change"),
+    ("findings-on-a-change-task", _findings_on_change_task, "oracle.findings"),
+    ("review-with-verify", _review(_set_task("verify", "true")), "verify"),
+    ("review-with-gold", _review(_set_task("gold", "change.patch")), "gold"),
+    ("review-unknown-key", _review(_set_task("bogus", 1)), "bogus"),
+    ("review-without-change", _review(_drop_task("change")), "change"),
+    ("review-without-oracle", _review(_drop_task("oracle")), "oracle"),
+    ("review-without-prompt", _review(_drop_task("prompt")), "prompt"),
+    ("review-oracle-command", _review(_set_review_oracle("command", "true")), "oracle.command"),
+    ("review-oracle-files", _review(_set_review_oracle("files", "x/")), "oracle.files"),
+    ("review-without-verdict", _review(_drop_review_oracle("verdict")), "oracle.verdict"),
+    ("review-without-findings", _review(_drop_review_oracle("findings")), "oracle.findings"),
+    ("review-unknown-verdict", _review(_unknown_verdict), "oracle.verdict"),
+    ("clean-control-not-approve", _review(_clean_control("comment")), "oracle.verdict"),
+    ("blocking-finding-approved", _review(_set_review_oracle("verdict", "approve")),
+     "oracle.verdict"),
+    ("label-unknown-key", _review(_set_label("note", "x")), "oracle.findings[0].note"),
+    ("label-bad-severity", _review(_set_label("severity", "blocker")),
+     "oracle.findings[0].severity"),
+    ("label-bad-category", _review(_set_label("category", "style")),
+     "oracle.findings[0].category"),
+    ("label-line-0", _review(_set_label("line", 0)), "oracle.findings[0].line"),
+    ("label-line-string", _review(_set_label("line", "2")), "oracle.findings[0].line"),
+    ("label-absolute-path", _review(_set_label("path", "/workspace/a.py")),
+     "oracle.findings[0].path"),
+    ("label-dot-path", _review(_set_label("path", "./a.py")), "oracle.findings[0].path"),
+    ("label-without-blocking", _review(_drop_label("blocking")), "oracle.findings[0].blocking"),
+    ("label-blocking-string", _review(_set_label("blocking", "yes")),
+     "oracle.findings[0].blocking"),
+    ("label-bad-id", _review(_set_label("id", "no spaces")), "oracle.findings[0].id"),
 ]
 
 
@@ -184,6 +304,37 @@ def test_schema_is_a_valid_draft_2020_12_schema(schema: Doc) -> None:
 def test_demo_task_file_validates(validator: jsonschema.Draft202012Validator) -> None:
     assert _schema_errors(validator, DEMO) == []
 
+
+def test_demo_review_task_file_validates(validator: jsonschema.Draft202012Validator) -> None:
+    assert _schema_errors(validator, DEMO_REVIEW) == []
+    loaded = load_task_file(DEMO_REVIEW)
+    assert loaded.name == "demo-review"
+    assert [(task.kind, task.oracle.review is not None and task.oracle.review.clean_control)
+            for task in loaded.tasks] == [("review", False), ("review", True)]
+
+
+def test_review_task_is_valid_for_both(
+    tmp_path: Path, validator: jsonschema.Draft202012Validator
+) -> None:
+    doc = _base()
+    review = _review_task()
+    review.update({"class": "bug", "ref": "HEAD", "setup": "true", "prepare": "true",
+                   "timeout": 60, "expensive": False, "sandbox": {"env": {"X": "1"}}})
+    review["oracle"]["findings"].append(
+        {"id": "second.one", "path": "a.py", "line": 1, "end_line": 2, "severity": "low",
+         "category": "tests", "blocking": False})
+    doc["tasks"] = [{**_task(doc), "kind": "change"}, review,
+                    {**_review_task(), "id": "r2",
+                     "oracle": {"findings": [], "verdict": "approve"}}]
+    path = _write(tmp_path, doc)
+    assert _schema_errors(validator, path) == []
+    change, bug, clean = load_task_file(path).tasks
+    assert (change.kind, change.is_review, change.change) == ("change", False, None)
+    assert (bug.kind, bug.is_review, bug.change) == ("review", True, tmp_path / "change.patch")
+    assert (bug.verify, bug.oracle.command, bug.gold, bug.task_class) == ("", "", None, "bug")
+    assert bug.oracle.review is not None and clean.oracle.review is not None
+    assert [label.end_line for label in bug.oracle.review.findings] == [2, 2]
+    assert clean.oracle.review.clean_control and clean.task_class == "review"
 
 def test_vcs_loop_task_file_validates(validator: jsonschema.Draft202012Validator) -> None:
     assert _schema_errors(validator, VCS_LOOP) == []
@@ -351,6 +502,17 @@ def test_schema_keys_match_loader_keys(schema: Doc) -> None:
     assert _property_names(defs["phase"]) == PHASE_KEYS
     assert _property_names(defs["subject"]) == SUBJECT_KEYS
     assert _property_names(defs["scenario"]) == SCENARIO_KEYS
+    assert _property_names(defs["reviewTask"]) == REVIEW_TASK_KEYS
+    assert _property_names(defs["reviewOracle"]) == REVIEW_ORACLE_KEYS
+    assert _property_names(defs["reviewLabel"]) == REVIEW_LABEL_KEYS
+    assert (defs["task"]["properties"]["kind"]["const"],
+            defs["reviewTask"]["properties"]["kind"]["const"]) == TASK_KINDS
+    assert defs["reviewTask"]["properties"]["oracle"]["$ref"] == "#/$defs/reviewOracle"
+    assert defs["reviewOracle"]["properties"]["findings"]["items"] == {
+        "$ref": "#/$defs/reviewLabel"}
+    assert tuple(defs["reviewOracle"]["properties"]["verdict"]["enum"]) == VERDICTS
+    assert tuple(defs["reviewLabel"]["properties"]["severity"]["enum"]) == SEVERITIES
+    assert tuple(defs["reviewLabel"]["properties"]["category"]["enum"]) == CATEGORIES
     assert tuple(defs["scenario"]["properties"]["kind"]["enum"]) == SCENARIO_KINDS
     assert schema["properties"]["subjects"]["additionalProperties"] == {"$ref": "#/$defs/subject"}
     assert schema["properties"]["scenarios"]["items"] == {"$ref": "#/$defs/scenario"}
@@ -369,7 +531,8 @@ def test_schema_keys_match_loader_keys(schema: Doc) -> None:
     ) == ARM_KINDS
     assert tuple(defs["phase"]["properties"]["role"]["enum"]) == PHASE_ROLES
     assert defs["claudeArm"]["properties"]["phases"]["items"] == {"$ref": "#/$defs/phase"}
-    assert schema["properties"]["tasks"]["items"] == {"$ref": "#/$defs/task"}
+    assert schema["properties"]["tasks"]["items"]["then"] == {"$ref": "#/$defs/reviewTask"}
+    assert schema["properties"]["tasks"]["items"]["else"] == {"$ref": "#/$defs/task"}
     assert schema["properties"]["sandbox"]["$ref"] == "#/$defs/sandbox"
     assert defs["task"]["properties"]["oracle"]["$ref"] == "#/$defs/oracle"
     assert defs["task"]["properties"]["sandbox"]["$ref"] == "#/$defs/sandbox"
@@ -380,6 +543,7 @@ def test_schema_rejects_unknown_keys_everywhere(schema: Doc) -> None:
     for node in (
         schema, defs["task"], defs["oracle"], defs["sandbox"], defs["scriptArm"],
         defs["claudeArm"], defs["phase"], defs["subject"], defs["scenario"],
+        defs["reviewTask"], defs["reviewOracle"], defs["reviewLabel"],
     ):
         assert node["additionalProperties"] is False, node.get("title")
 

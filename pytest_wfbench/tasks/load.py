@@ -23,6 +23,8 @@ from pytest_wfbench.tasks.model import (
     DEFAULT_TIMEOUT_S,
     ENV_NAME_RE,
     EXPECT_EXIT_CODE,
+    KIND_CHANGE,
+    KIND_REVIEW,
     LIMIT_KEYS,
     ORACLE_KEYS,
     PHASE_KEYS,
@@ -32,6 +34,7 @@ from pytest_wfbench.tasks.model import (
     SCRIPT_ARM_KEYS,
     TASK_ID_RE,
     TASK_KEYS,
+    TASK_KINDS,
     TOP_KEYS,
     ArmDefinition,
     OracleSpec,
@@ -51,6 +54,11 @@ from pytest_wfbench.tasks.reader import (
     inside_folder,
     plain,
     relative_repo_path,
+)
+from pytest_wfbench.tasks.review import (
+    check_review_task_keys,
+    load_review_task,
+    reject_review_keys,
 )
 from pytest_wfbench.tasks.scenarios import load_scenarios, load_subjects
 
@@ -157,7 +165,15 @@ def _task(
     task_id_node = node.value.get("id") if isinstance(node.value, dict) else None
     raw_id = task_id_node.value if task_id_node is not None else None
     reader = Reader(path, node, task=raw_id if isinstance(raw_id, str) else None, prefix="")
-    reader.check_keys(TASK_KEYS)
+    kind = reader.string("kind", default=KIND_CHANGE) or KIND_CHANGE
+    if kind not in TASK_KINDS:
+        reader.fail(reader.line_of("kind"), f"unknown kind {kind!r} (known: "
+                    f"{', '.join(TASK_KINDS)})", field="kind")
+    if kind == KIND_CHANGE:
+        reject_review_keys(reader)
+        reader.check_keys(TASK_KEYS)
+    else:
+        check_review_task_keys(reader)
     task_id = reader.required_string("id")
     if not TASK_ID_RE.match(task_id):
         reader.fail(
@@ -172,6 +188,10 @@ def _task(
         reader.fail(node.line, "no repo: set it on the task or at the top of the file",
                     field="repo")
         raise AssertionError  # unreachable: fail() raises
+    if kind == KIND_REVIEW:
+        return load_review_task(
+            reader, task_id=task_id, repo=repo, default_timeout_s=default_timeout_s,
+            sandbox=file_sandbox.merged(_sandbox(reader.mapping("sandbox"))))
     oracle_reader = reader.mapping("oracle")
     if oracle_reader is None:
         reader.fail(node.line, "required field is missing", field="oracle")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,9 +29,24 @@ SCENARIO_KEYS = {"id", "kind", "class", "subjects", "remote_hooks", "fault_repla
 # The scenario kinds of the tool-cost lane (pytest_wfbench.lanes).
 SCENARIO_KINDS = ("task_loop", "agent_task_baseline", "interrupted_publication")
 TASK_KEYS = {
-    "id", "class", "repo", "ref", "prompt", "setup", "prepare", "verify", "oracle",
+    "id", "kind", "class", "repo", "ref", "prompt", "setup", "prepare", "verify", "oracle",
     "gold", "timeout", "expensive", "sandbox",
 }
+# What a task asks of its arm (the key ``kind``): make a change that its verify and
+# oracle judge, or review a given change, scored against hidden labels (docs/review.md).
+KIND_CHANGE = "change"
+KIND_REVIEW = "review"
+TASK_KINDS = (KIND_CHANGE, KIND_REVIEW)
+REVIEW_TASK_KEYS = {
+    "id", "kind", "class", "repo", "ref", "prompt", "setup", "prepare", "change", "oracle",
+    "timeout", "expensive", "sandbox",
+}
+REVIEW_ORACLE_KEYS = {"findings", "verdict"}
+REVIEW_LABEL_KEYS = {"id", "path", "line", "end_line", "severity", "category", "blocking"}
+# The review vocabulary, shared by the labels and the review artifact's schema.
+SEVERITIES = ("critical", "high", "medium", "low")
+CATEGORIES = ("correctness", "security", "compatibility", "performance", "tests", "other")
+VERDICTS = ("approve", "comment", "request_changes")
 ORACLE_KEYS = {"command", "files", "hidden_paths", "plugins", "expect"}
 SANDBOX_KEYS = {"read_only", "env", "limits"}
 LIMIT_KEYS = {"processes", "memory", "file_size", "disk", "files", "tmp"}
@@ -109,10 +126,61 @@ class OracleSpec:
     expect: tuple[str, ...] | None = None
     """The test ids that must pass; None: established once per sweep (from the
     gold patch, else by collection); ``("exit-code",)``: the exit status alone."""
+    review: ReviewLabels | None = None
+    """A review task's hidden labels (its oracle has no command then)."""
 
     @property
     def exit_code_only(self) -> bool:
         return self.expect == (EXPECT_EXIT_CODE,)
+
+
+@dataclass(frozen=True)
+class ReviewLabel:
+    """One finding a review of the task's change is expected to report (hidden)."""
+
+    path: str
+    """Relative to the repository root, POSIX separators."""
+    line: int
+    end_line: int
+    """The labelled lines, ``line`` to ``end_line`` inclusive, in the changed file."""
+    severity: str
+    category: str
+    blocking: bool
+    """Whether the change must not be merged as it is because of it."""
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class ReviewLabels:
+    """A review task's hidden labels: the expected findings and verdict.
+
+    They are part of the oracle snapshot: ``digest`` is a content digest that
+    does not depend on the task file's formatting or key order."""
+
+    findings: tuple[ReviewLabel, ...]
+    verdict: str
+
+    @property
+    def clean_control(self) -> bool:
+        """A change with nothing to find: its right review approves with no finding."""
+        return not self.findings
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict,
+            "findings": [
+                {"id": label.id, "path": label.path, "line": label.line,
+                 "end_line": label.end_line, "severity": label.severity,
+                 "category": label.category, "blocking": label.blocking}
+                for label in self.findings
+            ],
+        }
+
+    @property
+    def digest(self) -> str:
+        canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"),
+                               ensure_ascii=False)
+        return hashlib.sha256(f"review-labels:1:{canonical}".encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -144,6 +212,18 @@ class Task:
     sandbox: SandboxSpec
     source: Path
     line: int
+    kind: str = KIND_CHANGE
+    """``change`` (verify and oracle judge the arm's change) or ``review`` (the arm
+    reviews ``change``; its review is scored against ``oracle.review``). A review
+    task has ``verify == ""``, an oracle without command, files or hidden paths,
+    and no gold patch."""
+    change: Path | None = None
+    """A review task's change under review: a patch beside the task file, applied
+    to the clone after setup."""
+
+    @property
+    def is_review(self) -> bool:
+        return self.kind == KIND_REVIEW
 
 
 @dataclass(frozen=True)
