@@ -198,9 +198,9 @@ def _publish(git: str, recorder: StepRecorder, work: Path, fixture: FaultFixture
 
 
 def _fault_workspace(git: str, recorder: StepRecorder, root: Path, remote: Path,
-                     fixture: FaultFixture, name: str) -> Path:
+                     fixture: FaultFixture, name: str, operation: str) -> Path:
     work = root / name
-    with recorder.harness("setup.workspace") as helper:
+    with recorder.harness(operation) as helper:
         helper.run([git, "clone", "--quiet", str(remote), str(work)], root)
         helper.run([git, "remote", "set-url", "origin", fixture.url], work)
     return work
@@ -225,7 +225,8 @@ def interrupted_publication(subject: SubjectSpec, scenario: ScenarioSpec,
     fixture = FaultFixture(_fault_protocol(git, recorder, root, remote),
                            replays=scenario.fault_replays)
     try:
-        work = _fault_workspace(git, recorder, root, remote, fixture, "work")
+        work = _fault_workspace(git, recorder, root, remote, fixture, "work",
+                                "setup.workspace")
         publication = _publish(git, recorder, work, fixture, "publish")
     finally:
         fixture.close()
@@ -257,7 +258,8 @@ def publication_replay(subject: SubjectSpec, scenario: ScenarioSpec, recorder: S
         recorder.phase = name
         fixture = FaultFixture(protocol, replays=scenario.fault_replays, keepalive=keepalive)
         try:
-            work = _fault_workspace(git, recorder, root, remote, fixture, f"work-{name}")
+            work = _fault_workspace(git, recorder, root, remote, fixture, f"work-{name}",
+                                    f"{name}.workspace")
             publications[name] = _publish(git, recorder, work, fixture, name)
         finally:
             fixture.close()

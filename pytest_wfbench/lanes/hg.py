@@ -205,9 +205,9 @@ def _fault_protocol(hg: str, recorder: StepRecorder, remote: Path) -> MercurialH
 
 
 def _fault_workspace(hg: str, recorder: StepRecorder, root: Path, remote: Path,
-                     fixture: FaultFixture, name: str) -> Path:
+                     fixture: FaultFixture, name: str, operation: str) -> Path:
     work = root / name
-    with recorder.harness("setup.workspace") as helper:
+    with recorder.harness(operation) as helper:
         helper.run([hg, "clone", "--quiet", str(remote), str(work)], root)
         helper.do("point the clone at the fault fixture",
                   functools.partial(_set_default_path, work, fixture.url))
@@ -249,7 +249,8 @@ def interrupted_publication(subject: SubjectSpec, scenario: ScenarioSpec,
     fixture = FaultFixture(_fault_protocol(hg, recorder, remote),
                            replays=scenario.fault_replays)
     try:
-        work = _fault_workspace(hg, recorder, root, remote, fixture, "work")
+        work = _fault_workspace(hg, recorder, root, remote, fixture, "work",
+                                "setup.workspace")
         publication, node = _publish(hg, recorder, work, fixture, "publish")
     finally:
         fixture.close()
@@ -281,7 +282,8 @@ def publication_replay(subject: SubjectSpec, scenario: ScenarioSpec, recorder: S
         recorder.phase = name
         fixture = FaultFixture(protocol, replays=scenario.fault_replays, keepalive=keepalive)
         try:
-            work = _fault_workspace(hg, recorder, root, remote, fixture, f"work-{name}")
+            work = _fault_workspace(hg, recorder, root, remote, fixture, f"work-{name}",
+                                    f"{name}.workspace")
             publications[name], _ = _publish(hg, recorder, work, fixture, name)
         finally:
             fixture.close()
