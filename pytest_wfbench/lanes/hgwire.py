@@ -179,7 +179,8 @@ def capture(hg: str, repo: Path, work: HarnessWork) -> HgRemoteState:
     capabilities = http_capabilities(stdio_string(
         read("-R", str(repo), "serve", "--stdio", stdin=b"capabilities\n")))
     nodes = frozenset(read("log", "-T", "{node}\n").decode().split())
-    heads = tuple(read("log", "-r", "heads(all())", "-T", "{node}\n").decode().split())
+    # Newest first, as localrepo.heads() lists them.
+    heads = tuple(read("log", "-r", "reverse(heads(all()))", "-T", "{node}\n").decode().split())
     branch_heads: dict[str, list[str]] = {}
     for line in read("log", "-r", "head()", "-T", "{branch}\t{node}\n").decode().splitlines():
         branch, _, node = line.partition("\t")
