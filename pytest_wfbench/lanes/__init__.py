@@ -1,6 +1,11 @@
 """The tool-cost lane: scenarios whose arms are subjects (command-line tools
-such as git) performing a fixed whole-task motion, measured step by step, with
-an untimed oracle that checks the work really arrived."""
+such as git and Mercurial) performing a fixed whole-task motion, measured step
+by step, with an untimed oracle that checks the work really arrived.
+
+Each driver (:mod:`.git`, :mod:`.hg`) implements the scenarios for one kind of
+subject and gives it a clean environment; :func:`run_scenario` runs one under
+the machine-wide measurement lock and turns what happened into a result.
+"""
 
 from __future__ import annotations
 

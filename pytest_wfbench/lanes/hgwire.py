@@ -57,8 +57,13 @@ class HgRemoteState:
 
 
 def _key_lines(encoded: bytes) -> list[tuple[str, str]]:
-    text = encoded.decode()
-    return [tuple(line.split("\t", 1)) for line in text.splitlines() if "\t" in line]  # type: ignore[misc]
+    """``key\tvalue`` lines, as ``listkeys`` answers and ``hg debugpushkey`` prints."""
+    pairs = []
+    for line in encoded.decode().splitlines():
+        key, tab, value = line.partition("\t")
+        if tab:
+            pairs.append((key, value))
+    return pairs
 
 
 def stdio_string(raw: bytes) -> bytes:

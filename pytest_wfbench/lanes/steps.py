@@ -53,17 +53,15 @@ class HelperFailed(Exception):
 
 
 def describe_codes(codes: Sequence[int]) -> str:
-    """``[0]``, ``[0, 1]`` or ``[1-127]``: runs of consecutive codes shortened."""
-    parts: list[str] = []
-    ordered = sorted(set(codes))
-    start = 0
-    for index in range(1, len(ordered) + 1):
-        if index == len(ordered) or ordered[index] != ordered[index - 1] + 1:
-            low, high = ordered[start], ordered[index - 1]
-            parts.append(str(low) if high - low < 2 else f"{low}-{high}")
-            if high - low == 1:
-                parts.append(str(high))
-            start = index
+    """``[0]``, ``[0, 1]`` or ``[1-127]``: runs of three or more codes shortened."""
+    runs: list[list[int]] = []
+    for code in sorted(set(codes)):
+        if runs and code == runs[-1][-1] + 1:
+            runs[-1].append(code)
+        else:
+            runs.append([code])
+    parts = [f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run))
+             for run in runs]
     return f"[{', '.join(parts)}]"
 
 
