@@ -223,13 +223,17 @@ def test_output_beyond_the_admitted_size_is_cut_and_flagged(pytester: pytest.Pyt
 
 def test_a_subject_without_its_binary_is_a_skip_row(pytester: pytest.Pytester) -> None:
     task_file = lane_file(
-        pytester.path, [{"id": "loop", "kind": "task_loop", "subjects": ["git", "ghost"]}],
+        pytester.path, [{"id": "loop", "kind": "task_loop",
+                         "subjects": ["git", "ghost", "ghost-hg"]}],
         subjects={"git": {"binary": "git"},
-                  "ghost": {"binary": "wfbench-no-such-vcs", "driver": "git"}})
+                  "ghost": {"binary": "wfbench-no-such-vcs", "driver": "git"},
+                  "ghost-hg": {"binary": "wfbench-no-such-hg", "driver": "hg"}})
     result, rows = run(pytester, task_file)
-    result.assert_outcomes(passed=1, skipped=1)
+    result.assert_outcomes(passed=1, skipped=2)
     result.stdout.fnmatch_lines(["*binary 'wfbench-no-such-vcs' is not installed here*"])
+    result.stdout.fnmatch_lines(["*binary 'wfbench-no-such-hg' is not installed here*"])
     assert rows["loop-ghost-r1"]["steps"][0]["returncode"] == 77
+    assert rows["loop-ghost-hg-r1"]["steps"][0]["returncode"] == 77
 
 
 def collected(pytester: pytest.Pytester, *args: str) -> list[str]:

@@ -24,6 +24,7 @@ from pytest_wfbench.lanes.scenario import (
     Publication,
     Scenario,
     acquisition,
+    disk_usage,
     interrupted_checks,
     oracle,
     payload_check,
@@ -138,10 +139,6 @@ def _agent_motion(git: str, recorder: StepRecorder, phase: str, workdir: Path,
     recorder.unmeasured(f"{phase}.ci.observe", CI_UNMEASURED)
     recorder.run(f"{phase}.review.handoff", [git, "show", "--stat", "HEAD"], cwd=workdir)
     return branch, name, payload
-
-
-def disk_usage(path: Path) -> int:
-    return sum(p.lstat().st_size for p in path.rglob("*") if not p.is_symlink() and p.is_file())
 
 
 def agent_task_baseline(subject: SubjectSpec, scenario: ScenarioSpec, recorder: StepRecorder,

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_wfbench.lanes.fault import FaultFixture
-from pytest_wfbench.lanes.git import disk_usage
 from pytest_wfbench.lanes.hgwire import MercurialHttp, capture
 from pytest_wfbench.lanes.scenario import (
     CI_UNMEASURED,
@@ -29,6 +28,7 @@ from pytest_wfbench.lanes.scenario import (
     Publication,
     Scenario,
     acquisition,
+    disk_usage,
     interrupted_checks,
     oracle,
     payload_check,

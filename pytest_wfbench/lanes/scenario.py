@@ -1,6 +1,7 @@
 """What every driver's scenarios share: the oracle's shape, the remote
 transports, the evidence of the agent task, and the rules that judge a
-publication fault. Pure: the drivers (:mod:`.git`, :mod:`.hg`) gather the facts.
+publication fault. The drivers (:mod:`.git`, :mod:`.hg`) gather the facts; the
+rules here only read them.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def payload_check(found: str | None, where: str, path: str, payload: str) -> tup
     if found != payload:
         return False, f"{path} on {where} holds other content"
     return True, f"{path} is on {where}"
+
+
+def disk_usage(path: Path) -> int:
+    """Bytes of the regular files under a workspace (links not followed)."""
+    return sum(p.lstat().st_size for p in path.rglob("*") if not p.is_symlink() and p.is_file())
 
 
 def acquisition(warm_model: str) -> dict[str, Any]:
