@@ -23,7 +23,7 @@ define need
   fi; }
 endef
 
-.PHONY: demo test lint typecheck unit bench python sandbox cli clean
+.PHONY: demo test lint typecheck unit bench python sandbox vcs cli clean
 
 python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || { \
@@ -40,6 +40,10 @@ $(STAMP): pyproject.toml | python
 sandbox:
 	$(call need,bwrap,bubblewrap)
 
+# Mercurial: the tool-cost lanes' second subject (tasks/vcs-loop.yaml).
+vcs:
+	$(call need,hg,mercurial)
+
 $(CLI_STAMP):
 	$(call need,npm,npm)
 	mkdir -p $(CLI_DIR)
@@ -50,7 +54,7 @@ $(CLI_STAMP):
 cli: $(CLI_STAMP)
 
 # Scripted arms always; agent arms too when an API key and the CLI are here.
-demo: $(STAMP) sandbox
+demo: $(STAMP) sandbox vcs
 	@if [ -n "$$WFBENCH_ANTHROPIC_API_KEY$$ANTHROPIC_API_KEY" ] && [ -x $(CLI) ]; then \
 	  echo "API key and CLI found: adding the baseline, workflow and workflow_direct arms ($(DEMO_MODEL))"; \
 	  $(BIN)/pytest -p no:cacheprovider --wfbench-tasks tasks/demo.yaml -n 2 \
@@ -67,7 +71,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) sandbox cli
+unit: $(STAMP) sandbox vcs cli
 	$(BIN)/pytest -n 2 tests
 
 test: lint typecheck unit

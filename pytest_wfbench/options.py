@@ -16,7 +16,10 @@ from pytest_wfbench.tasks import DEFAULT_TIMEOUT_S
 
 TASKS_HELP = "task file (YAML) to run as a sweep of cells; repeatable"
 ARMS_HELP = "comma-separated arms to run (default: each task file's 'arms')"
-RUNS_HELP = "runs per (task, arm) (default: 1)"
+# Single runs of millisecond steps say little: scenario cells run 3 times unless told.
+DEFAULT_SCENARIO_RUNS = 3
+RUNS_HELP = (f"runs per (task, arm) (default: 1) and per (scenario, subject) (default: "
+             f"{DEFAULT_SCENARIO_RUNS})")
 OUT_HELP = "out dir for results.jsonl, report.md and artifacts (default: reports/<UTC>-<suite>/)"
 EXPENSIVE_HELP = "also run tasks marked expensive (otherwise they are collected as skips)"
 BASELINE_HELP = "arm that savings are computed against (default: 'baseline' when in the sweep)"
@@ -36,7 +39,11 @@ CLAUDE_HELP = ("the Claude Code CLI (default: .tools/claude-code, which make tes
 PLUGIN_DIR_HELP = "the external plugin's directory for plugin arms (ce_workflow, ...)"
 AGENT_NETWORK_HELP = ("network of agent sessions: 'proxy-only' (default: nothing but the API "
                       "proxy) or 'host' (the host's network too)")
-SEED_HELP = "shuffle the subjects' order per scenario run, reproducibly, with this seed"
+# The seed of `--wfbench-random-seed default`: shuffled, and the same order every time.
+DEFAULT_RANDOM_SEED = 13
+SEED_HELP = (f"shuffle the subjects' order per (scenario, run), reproducibly, with this seed; "
+             f"'default' shuffles with the documented seed {DEFAULT_RANDOM_SEED} (default: "
+             "no shuffle, the declared order)")
 PLUGIN_VERSION_HELP = "the external plugin's exact version (checked against its plugin.json)"
 CACHE_DIR_HELP = ("where what outlives a sweep is kept (the judges' trusted bytecode); 'none' "
                   "keeps nothing (default: $WFBENCH_CACHE_DIR, else the user's cache "
@@ -73,7 +80,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--wfbench-claude", metavar="PATH", help=CLAUDE_HELP)
     group.addoption("--wfbench-plugin-dir", metavar="DIR", help=PLUGIN_DIR_HELP)
     group.addoption("--wfbench-plugin-version", metavar="VERSION", help=PLUGIN_VERSION_HELP)
-    group.addoption("--wfbench-random-seed", metavar="N", help=SEED_HELP)
+    group.addoption("--wfbench-random-seed", metavar="N|default", help=SEED_HELP)
     group.addoption("--wfbench-agent-network", choices=("proxy-only", "host"),
                     default="proxy-only", help=AGENT_NETWORK_HELP)
     group.addoption("--wfbench-suspicious", choices=("flag", "fail"), help=SUSPICIOUS_HELP)
@@ -93,6 +100,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("wfbench_suspicious", SUSPICIOUS_HELP)
     parser.addini("wfbench_cache_dir", CACHE_DIR_HELP)
     parser.addini("wfbench_clone", CLONE_HELP)
+    parser.addini("wfbench_random_seed", SEED_HELP)
 
 
 def _cache_dir(config: pytest.Config) -> Path | None:
@@ -131,10 +139,12 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
     arms = _setting(config, "arms")
     out = _setting(config, "out")
     root = config.invocation_params.dir
+    runs = _positive_int(config, "runs", 1)
     return SweepOptions(
         task_paths=tuple((root / p).resolve() for p in config.getoption("wfbench_tasks")),
         arms=tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else None,
-        runs=_positive_int(config, "runs", 1),
+        runs=runs,
+        scenario_runs=runs if _setting(config, "runs") is not None else DEFAULT_SCENARIO_RUNS,
         out_dir=(root / out).resolve() if out else None,
         include_expensive=bool(_setting(config, "include_expensive")),
         baseline_arm=_setting(config, "baseline_arm"),
@@ -169,11 +179,15 @@ def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default:
 
 
 def _seed(config: pytest.Config) -> int | None:
-    raw = config.getoption("wfbench_random_seed")
+    """Command line, then ini: a whole number, or ``default`` for the documented seed."""
+    raw = _setting(config, "random_seed")
     if raw is None:
         return None
+    if str(raw).strip() == "default":
+        return DEFAULT_RANDOM_SEED
     try:
         return int(raw)
     except ValueError:
         raise pytest.UsageError(
-            f"--wfbench-random-seed must be a whole number, got {raw!r}") from None
+            f"--wfbench-random-seed (or ini wfbench_random_seed) must be a whole number or "
+            f"'default', got {raw!r}") from None

@@ -72,6 +72,8 @@ class SweepOptions:
     plugin_version: str | None = None
     rootdir: Path = Path(".")
     random_seed: int | None = None
+    scenario_runs: int = 3
+    """Runs per (scenario, subject): --wfbench-runs when given, else 3."""
     agent_network: str = "proxy-only"
     suspicious: str = "flag"
     """``flag``: a suspicious resolved cell is resolved and listed; ``fail``: unresolved."""
@@ -135,7 +137,8 @@ class Sweep:
             for task_file in self.task_files
         }
         self.scenario_cells: dict[Path, list[ScenarioCell]] = {
-            task_file.path: expand_scenarios(task_file, options.runs, options.random_seed)
+            task_file.path: expand_scenarios(task_file, options.scenario_runs,
+                                            options.random_seed)
             for task_file in self.task_files
         }
         digests: dict[Path | None, OracleSnapshot] = {}

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from pytest_wfbench.cells import ScenarioCell
+from pytest_wfbench.cells import ScenarioCell, subject_order
 from pytest_wfbench.fixtures import stage
-from pytest_wfbench.lanes import run_scenario
+from pytest_wfbench.lanes import run_scenario, skipped_step
 from pytest_wfbench.row import CellRecord, Row
 from pytest_wfbench.sweep import Sweep
 from pytest_wfbench.workspace.fs import remove_tree
@@ -27,6 +27,10 @@ def wfbench_lane_row(
     record.extras["scenario_kind"] = cell.scenario.kind
     record.random_seed = cell.random_seed
     record.subject_version = sweep.subject_versions.get(cell.subject.name)
+    # The order the subjects of this (scenario, run) were collected in: a bias of
+    # order (warm caches for the later ones) is visible in the row.
+    record.extras["subject_order"] = subject_order(cell.scenario.subjects, cell.random_seed,
+                                                   cell.scenario.id, cell.run)
     root = sweep.cell_dir(cell)
     try:
         with stage(record, "scenario"):
@@ -35,6 +39,12 @@ def wfbench_lane_row(
     finally:
         if not sweep.options.keep_workspaces:
             remove_tree(root)
+    if result.skip_reason is not None:
+        # A helper (seeding, the oracle's reads) failed: nothing to judge, a skip row.
+        record.skip_reason = result.skip_reason
+        record.steps = [*result.steps, skipped_step(result.skip_reason, "harness.helper")]
+        record.transport = result.transport
+        return sweep.build_row(cell, record, time.monotonic() - record.started)
     record.session_completed = True
     record.steps = result.steps
     record.transport = result.transport

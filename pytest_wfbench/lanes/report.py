@@ -1,15 +1,21 @@
 """Report sections of the tool-cost lane. Pure: rows in, Markdown lines out.
 
-Latency is compared only between rows of the same remote transport; across
-transports the report compares tool calls and tokens only.
+Per scenario: each run, then the subjects side by side per step with medians
+over runs (:mod:`.medians`). Subjects are put side by side only within one
+remote transport: latency is never compared across transports.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_wfbench.lanes.medians import (
+    StepMedian,
+    by_transport,
+    step_medians,
+    total_medians,
+)
 from pytest_wfbench.report import fmt, table
 
 Row = dict[str, Any]
@@ -17,7 +23,13 @@ SECTIONS = (
     ("task_loop", "Task loop"),
     ("agent_task_baseline", "Cold clone and warm task"),
     ("interrupted_publication", "Interrupted publication"),
+    ("publication_replay", "Blind replay of an unanswered push"),
 )
+INTRO = ("Each step is timed and counted as an agent would pay for it. The harness's own "
+         "work (creating and seeding remotes, workspaces it prepares, clean-up, the "
+         "oracle's reads) is timed apart and kept out of the agent-facing totals. Tokens are "
+         "estimated (characters / 4) from the command and the admitted output. Subjects are "
+         "put side by side only within one remote transport.")
 
 
 def _oracle(row: Row) -> str:
@@ -45,70 +57,132 @@ def _common(row: Row) -> list[str]:
             fmt(totals.get("elapsed_ms")), _calls(row), fmt(totals.get("estimated_tokens"))]
 
 
+def _extra(row: Row, *path: str) -> str:
+    value: Any = row.get("extras") or {}
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return fmt(value)
+
+
 def _rows_of(rows: Sequence[Row], kind: str) -> list[Row]:
     return [r for r in rows if (r.get("extras") or {}).get("scenario_kind") == kind
             or (r.get("status") == "skipped" and r.get("class") == kind)]
 
 
-def _comparison(rows: Sequence[Row]) -> list[str]:
-    ran = [r for r in rows if r.get("status") == "ran" and r.get("counted")]
-    transports = sorted({r.get("transport") or "n/a" for r in ran})
+def _disk(row: Row) -> str:
+    usage = (row.get("extras") or {}).get("disk_usage_bytes")
+    if not usage:
+        return "n/a"
+    return f"{usage['cold_bytes']:,} / {usage['warm_bytes']:,}"
+
+
+def _runs_table(kind: str, rows: list[Row]) -> list[str]:
+    if kind == "task_loop":
+        return table(
+            ["subject", "run", "transport", "wall ms", "tool calls", "est. tokens",
+             "task ms", "follow-up ms", "warm-acquire delta ms", "oracle"],
+            [[*_common(r), _phase_ms(r, "task"), _phase_ms(r, "followup"),
+              _extra(r, "warm_acquire_delta_ms"), _oracle(r)] for r in rows])
+    if kind == "agent_task_baseline":
+        return table(
+            ["subject", "run", "transport", "wall ms", "tool calls", "est. tokens",
+             "cold ms", "warm ms", "disk cold/warm bytes", "warm acquisition", "unmeasured",
+             "oracle"],
+            [[*_common(r), _phase_ms(r, "cold"), _phase_ms(r, "warm"), _disk(r),
+              _extra(r, "acquisition", "warm", "model"),
+              ", ".join((r.get("totals") or {}).get("unmeasured_operations", [])) or "-",
+              _oracle(r)] for r in rows])
+    if kind == "interrupted_publication":
+        return table(
+            ["subject", "run", "transport", "outcome", "publication outcome",
+             "requests observed", "mutation requests", "request bytes", "network bytes observed",
+             "head preserved", "work kept unpushed", "dirty after", "reconciled", "oracle"],
+            [[r["arm"], str(r["run"]), r.get("transport") or "n/a",
+              *(_extra(r, k) for k in (
+                  "outcome", "publication_outcome", "requests_observed", "mutation_requests",
+                  "request_bytes", "network_request_bytes_observed", "head_preserved",
+                  "work_marked_unpushed", "working_tree_dirty_after", "reconciled")),
+              _oracle(r)] for r in rows])
+    return table(
+        ["subject", "run", "transport", "mutation requests (no keep-alive)",
+         "blind replays (no keep-alive)", "mutation requests (keep-alive)",
+         "blind replays (keep-alive)", "oracle"],
+        [[r["arm"], str(r["run"]), r.get("transport") or "n/a",
+          _extra(r, "mutation_requests_sent", "no_keepalive"),
+          _extra(r, "blind_replay_requests", "no_keepalive"),
+          _extra(r, "mutation_requests_sent", "keepalive"),
+          _extra(r, "blind_replay_requests", "keepalive"), _oracle(r)] for r in rows])
+
+
+def _step_cells(median: StepMedian | None) -> list[str]:
+    if median is None:
+        return ["-", "-"]
+    if median.elapsed_ms is None:
+        return ["unmeasured", "-"]
+    return [fmt(median.elapsed_ms), fmt(median.estimated_tokens)]
+
+
+def side_by_side(rows: Sequence[Row]) -> list[str]:
+    """Per transport: the subjects' medians per step, their totals, and the
+    harness's own work, in columns side by side."""
     lines: list[str] = []
-    body = []
-    for transport in transports:
-        for subject in sorted({r["arm"] for r in ran if r.get("transport") == transport}):
-            mine = [r for r in ran if r.get("transport") == transport and r["arm"] == subject]
-            totals = [r.get("totals") or {} for r in mine]
-            wall = statistics.median(t.get("elapsed_ms") or 0.0 for t in totals)
-            calls = statistics.median(t.get("tool_calls", {}).get("total", 0) for t in totals)
-            tokens = statistics.median(t.get("estimated_tokens") or 0 for t in totals)
-            body.append([transport, subject, str(len(mine)),
-                         fmt(float(wall)) if len(transports) == 1 else "not compared",
-                         fmt(float(calls)), fmt(float(tokens))])
-    if body:
-        lines += ["", "Medians per subject (latency only within one transport):", ""]
-        lines += table(["transport", "subject", "runs", "wall ms", "tool calls", "est. tokens"],
-                       body)
+    for transport, group in by_transport(rows).items():
+        order, medians = step_medians(group)
+        subjects = list(medians)
+        totals = total_medians(group)
+        headers = ["step"]
+        for subject in subjects:
+            runs = int(totals[subject]["runs"] or 0)
+            headers += [f"{subject} ms (median of {runs})", f"{subject} est. tokens"]
+        body = [[operation, *(cell for s in subjects
+                              for cell in _step_cells(medians[s].get(operation)))]
+                for operation in order]
+        body.append(["agent-facing total", *(cell for s in subjects for cell in (
+            fmt(totals[s]["elapsed_ms"]), fmt(totals[s]["estimated_tokens"])))])
+        body.append(["tool calls", *(cell for s in subjects for cell in (
+            fmt(totals[s]["tool_calls"]), ""))])
+        lines += ["", f"Side by side on `{transport}` (medians over runs; latency compared "
+                  "within this transport only):", ""]
+        lines += table(headers, body)
+        lines += _harness_table(group, subjects, totals)
     return lines
+
+
+def _harness_table(group: Sequence[Row], subjects: list[str],
+                   totals: dict[str, dict[str, float | None]]) -> list[str]:
+    """The harness's own steps, timed and counted, apart from the agent's."""
+    order, harness = step_medians(group, harness=True)
+    if not order:
+        return []
+    headers = ["harness step (not in the totals)"]
+    for subject in subjects:
+        headers += [f"{subject} ms", f"{subject} commands"]
+
+    def cells(subject: str, operation: str) -> tuple[str, str]:
+        found = harness.get(subject, {}).get(operation)
+        if found is None:
+            return "-", "-"
+        return fmt(found.elapsed_ms), fmt(found.harness_command_count)
+
+    body = [[operation, *(c for s in subjects for c in cells(s, operation))]
+            for operation in order]
+    body.append(["harness total", *(c for s in subjects for c in (
+        fmt(totals[s]["harness_ms"]), fmt(totals[s]["harness_commands"])))])
+    return ["", *table(headers, body)]
 
 
 def render_lanes(rows: Sequence[Row], environment: dict[str, Any] | None) -> list[str]:
     lane_rows = [r for r in rows if r.get("lane") == "tool-cost"]
     if not lane_rows:
         return []
-    lines = ["## Tool-cost lanes", "",
-             "Each step is timed and counted as an agent would pay for it; setup and the "
-             "oracle are untimed. Tokens are estimated (characters / 4) from the command and "
-             "the admitted output."]
+    lines = ["## Tool-cost lanes", "", INTRO]
     for kind, title in SECTIONS:
-        mine = _rows_of(lane_rows, kind)
+        mine = sorted(_rows_of(lane_rows, kind), key=lambda r: (str(r["arm"]), r["run"]))
         if not mine:
             continue
         lines += ["", f"### {title}", ""]
-        if kind == "task_loop":
-            lines += table(
-                ["subject", "run", "transport", "wall ms", "tool calls", "est. tokens",
-                 "task ms", "follow-up ms", "warm-acquire delta ms", "oracle"],
-                [[*_common(r), _phase_ms(r, "task"), _phase_ms(r, "followup"),
-                  fmt((r.get("extras") or {}).get("warm_acquire_delta_ms")), _oracle(r)]
-                 for r in mine])
-        elif kind == "agent_task_baseline":
-            lines += table(
-                ["subject", "run", "transport", "wall ms", "tool calls", "est. tokens",
-                 "cold ms", "warm ms", "disk cold/warm bytes", "unmeasured", "oracle"],
-                [[*_common(r), _phase_ms(r, "cold"), _phase_ms(r, "warm"),
-                  _disk(r), ", ".join((r.get("totals") or {}).get("unmeasured_operations", []))
-                  or "-", _oracle(r)] for r in mine])
-        else:
-            lines += table(
-                ["subject", "run", "transport", "outcome", "requests observed",
-                 "mutation requests", "request bytes", "head preserved", "work kept unpushed",
-                 "oracle"],
-                [[r["arm"], str(r["run"]), r.get("transport") or "n/a",
-                  *(fmt((r.get("extras") or {}).get(k)) for k in (
-                      "outcome", "requests_observed", "mutation_requests", "request_bytes",
-                      "head_preserved", "work_marked_unpushed")), _oracle(r)] for r in mine])
-        lines += _comparison(mine)
+        lines += _runs_table(kind, mine)
+        lines += side_by_side(mine)
     if environment:
         versions = environment.get("subjects") or {}
         lines += ["", "### Environment", "",
@@ -117,13 +191,6 @@ def render_lanes(rows: Sequence[Row], environment: dict[str, Any] | None) -> lis
                   f"- random seed: {fmt(environment.get('random_seed'))}"]
         lines += [f"- {name}: {version or 'not installed'}" for name, version in versions.items()]
     return lines
-
-
-def _disk(row: Row) -> str:
-    usage = (row.get("extras") or {}).get("disk_usage_bytes")
-    if not usage:
-        return "n/a"
-    return f"{usage['cold_bytes']:,} / {usage['warm_bytes']:,}"
 
 
 def render_lanes_terminal(rows: Sequence[Row]) -> list[str]:

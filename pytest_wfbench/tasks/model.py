@@ -27,7 +27,8 @@ SUBJECT_KEYS = {"binary", "driver", "version_command", "description"}
 SCENARIO_KEYS = {"id", "kind", "class", "subjects", "remote_hooks", "fault_replays", "timeout",
                  "expensive"}
 # The scenario kinds of the tool-cost lane (pytest_wfbench.lanes).
-SCENARIO_KINDS = ("task_loop", "agent_task_baseline", "interrupted_publication")
+SCENARIO_KINDS = ("task_loop", "agent_task_baseline", "interrupted_publication",
+                  "publication_replay")
 TASK_KEYS = {
     "id", "kind", "class", "repo", "ref", "prompt", "setup", "prepare", "verify", "oracle",
     "gold", "timeout", "expensive", "sandbox",
@@ -286,10 +287,13 @@ class ScenarioSpec:
     scenario_class: str
     subjects: tuple[str, ...]
     remote_hooks: tuple[tuple[str, str], ...] = ()
-    """Hooks installed on the seeded remote (untimed), e.g. to make it reject pushes."""
+    """Hooks installed on the seeded remote (untimed), e.g. to make it reject pushes;
+    named as the subject names them (git: ``pre-receive``; Mercurial:
+    ``pretxnchangegroup``), so each subject runs the hooks it knows."""
     fault_replays: int = 0
-    """For ``interrupted_publication``: how many times the fault fixture replays a
-    mutation to its backend (0 is an honest fixture; more breaks it on purpose)."""
+    """For ``interrupted_publication`` and ``publication_replay``: how many times the
+    fault fixture replays a mutation to its backend (0 is an honest fixture; more
+    breaks it on purpose)."""
     timeout_s: float = DEFAULT_TIMEOUT_S
     expensive: bool = False
     source: Path = Path(".")

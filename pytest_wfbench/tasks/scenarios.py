@@ -74,7 +74,8 @@ def load_scenarios(reader: Reader, subjects: dict[str, SubjectSpec],
         for hook, value in (hooks.values.items() if hooks else ()):
             assert hooks is not None
             if not HOOK_NAME_RE.match(hook):
-                hooks.fail(value.line, "not a git hook name", field=hooks.name(hook))
+                hooks.fail(value.line, "not a hook name (lowercase letters and dashes)",
+                           field=hooks.name(hook))
             if not isinstance(value.value, str):
                 hooks.fail(value.line, "expected the hook's shell script as a string",
                            field=hooks.name(hook))
