@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_wfbench.audit.arms import arm_slug, patch_arm, unique_arm_names
 from pytest_wfbench.audit.patches import (
     assemble,
     looks_like_test,
@@ -174,3 +175,28 @@ def test_the_demo_gold_patches_apply_as_re_rendered(tmp_path: Path, gold: Path) 
     again = apply_to(tmp_path, dict(base), assemble(sections, replaced, base), "again")
     for section in sections:
         assert (again / section.path).read_text() == replaced[section.path]
+
+
+def test_a_patch_arm_applies_its_patch_with_bash(tmp_path: Path) -> None:
+    base: dict[str, bytes | str] = {"m.py": "x = 1\n"}
+    # Lines that would end a plain heredoc, or look like shell, are data here.
+    gold: dict[str, bytes | str | None] = {"m.py": "x = 1\nWFBENCH_PATCH\n$(rm -rf /)\n'\"\n"}
+    patch = git_patch(tmp_path, dict(base), gold)
+    arm = patch_arm("probe-x", patch, "a probe")
+    assert arm.kind == "script" and len(arm.steps) == 1 and arm.description == "a probe"
+    repo = make_repo(tmp_path / "arm", dict(base))
+    result = subprocess.run(["bash", "-c", arm.steps[0]], cwd=repo, capture_output=True,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    assert (repo / "m.py").read_text() == gold["m.py"]
+    again = subprocess.run(["bash", "-c", arm.steps[0]], cwd=repo, capture_output=True,
+                           check=False)
+    assert again.returncode != 0  # a patch that does not apply fails the step
+
+
+def test_arm_names_are_valid_bounded_and_unique() -> None:
+    assert arm_slug("probe-const-none:pkg/core.py:Box.<locals>.f") == \
+        "probe-const-none-pkg-core.py-box.-locals-.f"
+    long_a, long_b = "m:" + "a" * 300 + "1", "m:" + "a" * 300 + "2"
+    assert len(arm_slug(long_a)) <= 80 and arm_slug(long_a) != arm_slug(long_b)
+    assert unique_arm_names(["A:x", "a/x", "b"]) == ["a-x", "a-x-2", "b"]

@@ -10,6 +10,7 @@
 Everything here but the battery's loader is pure: plain data in, patches out.
 """
 
+from pytest_wfbench.audit.arms import arm_slug, patch_arm, patch_steps, unique_arm_names
 from pytest_wfbench.audit.battery import (
     HACK_PREFIX,
     HACKS_DIR,
@@ -44,12 +45,16 @@ __all__ = [
     "Mutation",
     "NaiveCheck",
     "Probe",
+    "arm_slug",
     "find_mutations",
     "generate_mutants",
     "hack_arms",
     "load_hack",
     "load_hacks",
     "looks_like_test",
+    "patch_arm",
+    "patch_steps",
     "split_patch",
+    "unique_arm_names",
     "weak_oracle_probes",
 ]

@@ -17,8 +17,8 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pytest_wfbench.audit.arms import unique_arm_names
 from pytest_wfbench.audit.mutations import Mutation, apply_mutation, find_mutations
-from pytest_wfbench.audit.names import unique_arm_names
 from pytest_wfbench.audit.patches import FileSection, assemble, looks_like_test, split_patch
 from pytest_wfbench.audit.pysource import PythonSource, compiles
 

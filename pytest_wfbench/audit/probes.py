@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pytest_wfbench.audit.names import unique_arm_names
+from pytest_wfbench.audit.arms import unique_arm_names
 from pytest_wfbench.audit.patches import FileSection, assemble, looks_like_test, split_patch
 from pytest_wfbench.audit.pysource import Function, PythonSource, compiles, docstring_of
 
