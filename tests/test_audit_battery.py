@@ -288,3 +288,9 @@ def test_a_folder_without_hacks_or_with_a_misnamed_file_is_an_error(tmp_path: Pa
     assert load_hack(tmp_path / "one.yaml") == hack
     assert hack.arm.steps == ("touch planted",) and hack.caught_as == "unresolved"
     assert hack.naive == (NaiveCheck(kind="pytest"),)
+
+
+def test_the_docs_name_every_class() -> None:
+    docs = (REPO / "docs" / "audit.md").read_text()
+    for hack in HACKS.values():
+        assert f"`{hack.exploit_class}`" in docs, hack.exploit_class

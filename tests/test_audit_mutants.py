@@ -20,6 +20,7 @@ from pytest_wfbench.audit.mutants import (
 )
 from pytest_wfbench.audit.mutations import OPERATORS, Mutation, apply_mutation, find_mutations
 from pytest_wfbench.audit.patches import split_patch
+from pytest_wfbench.audit.probes import STUBS
 from pytest_wfbench.audit.pysource import PythonSource
 from pytest_wfbench.tasks.model import ARM_NAME_RE
 from tests.test_audit_patches import apply_to, git_patch
@@ -227,3 +228,9 @@ def test_the_demo_suite_gets_mutants_that_apply(tmp_path: Path) -> None:
             apply_to(tmp_path, dict(base), mutant.patch, f"{patch_file.stem}-{index}")
     # fix-contractions changes a regular expression only: no operator applies to it.
     assert counts == {"add-median": 8, "fix-contractions": 0, "mean-empty-input": 4}
+
+
+def test_the_docs_name_every_operator_and_stub() -> None:
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "audit.md").read_text()
+    for name in (*OPERATORS, *(kind for kind, _ in STUBS)):
+        assert f"`{name}`" in docs, name
