@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 
 from pytest_wfbench.audit.arms import unique_arm_names
 from pytest_wfbench.audit.mutations import Mutation, apply_mutation, find_mutations
-from pytest_wfbench.audit.patches import FileSection, assemble, looks_like_test, split_patch
+from pytest_wfbench.audit.patches import (
+    KEPT_HEADER,
+    FileSection,
+    assemble,
+    looks_like_test,
+    split_patch,
+)
 from pytest_wfbench.audit.pysource import PythonSource, compiles
 
 DEFAULT_MAX_MUTANTS = 20
@@ -81,23 +87,23 @@ def mutable_sections(sections: list[FileSection], gold: Mapping[str, str]) -> li
 
 
 def check_mutations(text: str, path: str, mutations: list[Mutation],
-                    skipped: dict[str, int]) -> list[tuple[Mutation, str]]:
-    """The mutations that give a new file which compiles, each with that file
-    (the first of several that give the same file); the others counted in
-    ``skipped`` by reason."""
-    kept: list[tuple[Mutation, str]] = []
-    seen: set[str] = set()
+                    skipped: dict[str, int]) -> list[Mutation]:
+    """The mutations that give a new file which compiles (the first of several
+    that give the same file); the others are counted in ``skipped`` by reason."""
+    kept: list[Mutation] = []
+    seen: set[bytes] = set()  # digests: a large file's mutants are not all kept in memory
     for mutation in mutations:
         mutated = apply_mutation(text, mutation)
+        digest = hashlib.sha256(mutated.encode("utf-8", "surrogateescape")).digest()
         if mutated == text:
             reason = NO_CHANGE
-        elif mutated in seen:
+        elif digest in seen:
             reason = DUPLICATE
         elif not compiles(mutated, path):
             reason = NO_COMPILE
         else:
-            seen.add(mutated)
-            kept.append((mutation, mutated))
+            seen.add(digest)
+            kept.append(mutation)
             continue
         skipped[reason] = skipped.get(reason, 0) + 1
     return kept
@@ -114,7 +120,7 @@ def generate_mutants(gold_patch: str, base: Mapping[str, str], gold: Mapping[str
     skipped = dict.fromkeys(SKIP_REASONS, 0)
     unparsed: list[str] = []
     candidates = 0
-    valid: list[tuple[str, Mutation, str, str]] = []  # id, mutation, path, patch
+    valid: list[tuple[str, Mutation, FileSection]] = []
     for section in mutable_sections(sections, gold):
         path = section.new_path
         assert path is not None
@@ -125,26 +131,34 @@ def generate_mutants(gold_patch: str, base: Mapping[str, str], gold: Mapping[str
             continue
         mutations = find_mutations(source, section.added_lines)
         candidates += len(mutations)
-        for mutation, mutated in check_mutations(source.text, path, mutations, skipped):
-            patch = assemble(sections, {path: mutated}, base)
-            if not patch.strip():
+        # A mutation that gives back the base of a one-file patch leaves nothing to apply.
+        alone = (len(sections) == 1 and section.old_path == path
+                 and not any(line.startswith(KEPT_HEADER) for line in section.header))
+        base_text = base.get(path) if alone else None
+        ids: set[str] = set()
+        for mutation in check_mutations(source.text, path, mutations, skipped):
+            if base_text is not None and apply_mutation(source.text, mutation) == base_text:
                 skipped[SAME_AS_BASE] += 1
                 continue
-            mutant_id = (f"mutant-{mutation.operator}:{path}:{mutation.line}:"
-                         f"{mutation.column + 1}")
-            repeats = sum(1 for item in valid if item[0].split("#")[0] == mutant_id)
-            if repeats:
-                mutant_id += f"#{repeats + 1}"
-            valid.append((mutant_id, mutation, path, patch))
-    chosen = sorted(valid, key=lambda item: _rank(seed, item[0]))[:max_count]
-    chosen_ids = {item[0] for item in chosen}
+            mutant_id = base_id = (f"mutant-{mutation.operator}:{path}:{mutation.line}:"
+                                   f"{mutation.column + 1}")
+            count = 1
+            while mutant_id in ids:
+                count += 1
+                mutant_id = f"{base_id}#{count}"
+            ids.add(mutant_id)
+            valid.append((mutant_id, mutation, section))
+    chosen_ids = {item[0] for item in sorted(valid, key=lambda item: _rank(seed, item[0]))
+                  [:max_count]}
     kept = [item for item in valid if item[0] in chosen_ids]
     arms = unique_arm_names(item[0] for item in kept)
-    mutants = tuple(
-        Mutant(id=mutant_id, arm=arm, operator=mutation.operator, path=path,
-               line=mutation.line, description=f"{path}:{mutation.line}: {mutation.description}",
-               patch=patch)
-        for (mutant_id, mutation, path, patch), arm in zip(kept, arms, strict=True))
-    return MutantSet(mutants=mutants, candidates=candidates,
-                     skipped={reason: count for reason, count in skipped.items()},
+    mutants = []
+    for (mutant_id, mutation, section), arm in zip(kept, arms, strict=True):
+        path = section.path
+        mutated = apply_mutation(gold[path], mutation)
+        mutants.append(Mutant(
+            id=mutant_id, arm=arm, operator=mutation.operator, path=path, line=mutation.line,
+            description=f"{path}:{mutation.line}: {mutation.description}",
+            patch=assemble(sections, {path: mutated}, base)))
+    return MutantSet(mutants=tuple(mutants), candidates=candidates, skipped=skipped,
                      unparsed=tuple(unparsed))
