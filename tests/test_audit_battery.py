@@ -234,8 +234,7 @@ def test_every_defence_names_tests_that_exist() -> None:
             file, function = test.split("::")
             assert (REPO / file).is_file(), (hack.exploit_class, test)
             assert function in _test_functions(REPO / file), (hack.exploit_class, test)
-        assert any("test_trust" in test for test in hack.stopped_by) or \
-            hack.exploit_class == "stale-bytecode", hack.exploit_class
+        assert any("test_trust" in test for test in hack.stopped_by), hack.exploit_class
 
 
 def test_only_code_in_the_oracles_process_is_caught_as_suspicious() -> None:
