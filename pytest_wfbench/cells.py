@@ -64,17 +64,13 @@ class Cell:
     def prompt_text(self) -> str:
         return self.task.prompt
 
-    def skip_reason(self, include_expensive: bool,
-                    unavailable: dict[str, str | None]) -> str | None:
-        """Why this cell cannot run in this sweep, or None when it can.
-        ``unavailable`` maps an agent kind to why it cannot run here."""
+    def skip_reason(self, include_expensive: bool) -> str | None:
+        """Why this cell cannot run in this sweep, or None when it can. (Agent
+        arms that cannot run here are a usage error, not skips.)"""
         if self.task.expensive and not include_expensive:
             return "expensive task: pass --wfbench-include-expensive to run it"
         if self.arm.kind == "gold" and self.task.gold is None:
             return f"task {self.task.id!r} has no gold patch"
-        reason = unavailable.get(self.arm.kind)
-        if self.arm.is_agent and reason:
-            return f"arm {self.arm.name!r} cannot run here: {reason}"
         return None
 
 

@@ -159,12 +159,14 @@ def wfbench_clone(
         if wfbench_cell.arm.plugin and wfbench_sweep.plugin is not None:
             wfbench_record.plugin = wfbench_sweep.plugin.to_json()
     yield CellPaths(root=root, workspace=workspace, home=home)
-    if wfbench_sweep.options.keep_workspaces and workspace.layered:
-        # For people: the merged tree as a folder, where a copied one would be.
-        with stage(wfbench_record, "cleanup"):
-            kept = root / "kept-layer"
-            capture_tree(workspace.files, kept, TreeBounds(), layered=True)
-            materialize(JudgedTree(kept, workspace.lower), root / "workspace")
+    if wfbench_sweep.options.keep_workspaces:
+        if workspace.layered:
+            # For people: the merged tree as a folder, where a copied one would be.
+            with stage(wfbench_record, "cleanup"):
+                kept = root / "kept-layer"
+                capture_tree(workspace.files, kept, TreeBounds(), layered=True)
+                materialize(JudgedTree(kept, workspace.lower), root / "workspace")
+        wfbench_record.kept_workspace = str(root / "workspace")
     if not wfbench_sweep.options.keep_workspaces:
         kind = AFTER_SESSION if wfbench_record.session_completed else "cleanup-failure"
         with stage(wfbench_record, "cleanup", kind):

@@ -30,7 +30,9 @@ ADMITTED_HELP = (f"characters of a step's output an agent is taken to read (defa
 KEEP_HELP = "keep each cell's workspace and the sweep's work dir for inspection"
 SECRET_ENV_HELP = "name of an environment variable whose value must be redacted; repeatable"
 MODEL_HELP = "model for agent arms (required when one is selected; recorded in every row)"
-EFFORT_HELP = "effort for agent sessions (the CLI's --effort: low, medium, high, xhigh, max)"
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
+"""The pinned CLI's --effort levels (``claude --help``)."""
+EFFORT_HELP = f"effort for agent sessions (the CLI's --effort: {', '.join(EFFORT_LEVELS)})"
 TIMEOUT_HELP = (f"per-session timeout in seconds for tasks without 'timeout' "
                 f"(default {DEFAULT_TIMEOUT_S:g})")
 BASE_URL_HELP = "point agent sessions at this Anthropic-compatible endpoint"
@@ -51,6 +53,8 @@ CACHE_DIR_HELP = ("where what outlives a sweep is kept (the judges' trusted byte
 CLONE_HELP = ("how a cell's workspace is made: 'overlay' (the template as the lower layer of "
               "an overlay: a clone costs nothing however large the repository), 'copy' (a "
               "copy of the template), or 'auto' (default: overlay where the kernel allows it)")
+RESUME_HELP = ("continue the sweep in --wfbench-out DIR: cells with an admissible row of the "
+               "same identity keep it; the others run")
 SUSPICIOUS_HELP = ("a resolved cell whose patch reaches into its judges: 'flag' (default: "
                    "resolved, listed as suspicious) or 'fail' (counted as unresolved)")
 
@@ -85,6 +89,7 @@ def add_options(parser: pytest.Parser) -> None:
                     default="proxy-only", help=AGENT_NETWORK_HELP)
     group.addoption("--wfbench-suspicious", choices=("flag", "fail"), help=SUSPICIOUS_HELP)
     group.addoption("--wfbench-cache-dir", metavar="DIR|none", help=CACHE_DIR_HELP)
+    group.addoption("--wfbench-resume", action="store_true", default=False, help=RESUME_HELP)
     group.addoption("--wfbench-clone", choices=("auto", "overlay", "copy"), help=CLONE_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
@@ -135,17 +140,47 @@ def _positive_int(config: pytest.Config, name: str, default: int) -> int:
     return value
 
 
-def options_from_config(config: pytest.Config) -> SweepOptions:
-    arms = _setting(config, "arms")
+def _arms(config: pytest.Config) -> tuple[str, ...] | None:
+    given = config.getoption("wfbench_arms")
+    raw = given if given is not None else config.getini("wfbench_arms")
+    if given is None and not raw:
+        return None
+    arms = tuple(a.strip() for a in str(raw).split(",") if a.strip())
+    if not arms:
+        where = "--wfbench-arms" if given is not None else "ini wfbench_arms"
+        raise pytest.UsageError(f"{where} names no arm (got {raw!r}): give comma-separated "
+                                "arm names, e.g. gold,noop")
+    return arms
+
+
+def _out_dir(config: pytest.Config) -> Path | None:
     out = _setting(config, "out")
+    if not out:
+        return None
+    path: Path = (config.invocation_params.dir / str(out)).resolve()
+    if path.exists() and not path.is_dir():
+        raise pytest.UsageError(f"--wfbench-out {out}: {path} exists and is not a directory; "
+                                "give a directory (a new one for a new sweep)")
+    return path
+
+
+def _effort(config: pytest.Config) -> str | None:
+    effort = _setting(config, "effort")
+    if effort is not None and effort not in EFFORT_LEVELS:
+        raise pytest.UsageError(f"--wfbench-effort (or ini wfbench_effort) must be one of "
+                                f"{', '.join(EFFORT_LEVELS)}, got {effort!r}")
+    return None if effort is None else str(effort)
+
+
+def options_from_config(config: pytest.Config) -> SweepOptions:
     root = config.invocation_params.dir
     runs = _positive_int(config, "runs", 1)
     return SweepOptions(
         task_paths=tuple((root / p).resolve() for p in config.getoption("wfbench_tasks")),
-        arms=tuple(a.strip() for a in arms.split(",") if a.strip()) if arms else None,
+        arms=_arms(config),
         runs=runs,
         scenario_runs=runs if _setting(config, "runs") is not None else DEFAULT_SCENARIO_RUNS,
-        out_dir=(root / out).resolve() if out else None,
+        out_dir=_out_dir(config),
         include_expensive=bool(_setting(config, "include_expensive")),
         baseline_arm=_setting(config, "baseline_arm"),
         unsafe_no_sandbox=bool(config.getoption("wfbench_unsafe_no_sandbox")),
@@ -155,7 +190,7 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         secret_env=(*config.getoption("wfbench_secret_env"),
                     *config.getini("wfbench_secret_env")),
         model=_setting(config, "model"),
-        effort=_setting(config, "effort"),
+        effort=_effort(config),
         default_timeout_s=float(_positive_int(config, "timeout", int(DEFAULT_TIMEOUT_S))),
         base_url=_setting(config, "base_url"),
         claude=config.getoption("wfbench_claude"),
@@ -167,6 +202,7 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         suspicious=_choice(config, "suspicious", ("flag", "fail"), "flag"),
         cache_dir=_cache_dir(config),
         clone=_choice(config, "clone", ("auto", "overlay", "copy"), "auto"),
+        resume=bool(config.getoption("wfbench_resume")),
     )
 
 

@@ -38,6 +38,8 @@ from pytest_wfbench.sandbox import SandboxUnavailable, preflight
 from pytest_wfbench.store import (
     ENVIRONMENT,
     REPORT,
+    OutDirError,
+    guard_out_dir,
     read_environment,
     read_rows,
     recorded_cell_ids,
@@ -50,6 +52,7 @@ from pytest_wfbench.sweep import (
     suite_name,
 )
 from pytest_wfbench.tasks import TaskFileError
+from pytest_wfbench.workspace.fs import remove_tree
 
 NOT_RUN = "not run: the sweep stopped before this cell"
 SUMMARY_KEY = pytest.StashKey[Summary]()
@@ -91,20 +94,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except (TaskFileError, AgentArmError) as error:
         raise pytest.UsageError(f"wfbench: {error}") from error
     collect_only = bool(config.getoption("collectonly"))
-    if not collect_only:
-        sweep.start()
     if is_controller(config) and not collect_only:
-        sweep.store.write_text(ENVIRONMENT, json.dumps(sweep.environment(), indent=2))
-        try:
-            preflight(sweep.sandbox(), identity.work_dir)
-        except SandboxUnavailable as error:
-            raise pytest.UsageError(f"wfbench: sandbox preflight failed: {error}") from error
-        unlayered = sweep.clone_unavailable()
-        if options.clone == "overlay" and unlayered is not None:
-            raise pytest.UsageError(f"wfbench: --wfbench-clone overlay: layered workspaces "
-                                    f"cannot be used here: {unlayered}")
-        # Built before any cell, once per machine: no cell pays for it.
-        sweep.bytecode()
+        _start_controller(sweep)
+    elif not collect_only:
+        sweep.start()
     if is_controller(config) and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(sweep), "wfbench-xdist")
         _steal_work_by_default(config)
@@ -117,6 +110,30 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "wfbench-fixtures")
     config.pluginmanager.register(lane_fixtures, "wfbench-lane-fixtures")
     config.pluginmanager.register(SweepHooks(sweep), "wfbench-sweep")
+
+
+def _start_controller(sweep: Sweep) -> None:
+    """Every check that can refuse the sweep, then the out dir: a refused sweep
+    writes nothing (and leaves no work dir)."""
+    options = sweep.options
+    try:
+        guard_out_dir(options.out_dir, resume=options.resume)
+        sweep.resolve_refs()
+        preflight(sweep.sandbox(), sweep.identity.work_dir)
+        unlayered = sweep.clone_unavailable()
+        if options.clone == "overlay" and unlayered is not None:
+            raise pytest.UsageError(f"wfbench: --wfbench-clone overlay: layered workspaces "
+                                    f"cannot be used here: {unlayered}")
+    except (TaskFileError, SandboxUnavailable, OutDirError, pytest.UsageError) as error:
+        remove_tree(sweep.identity.work_dir)
+        if isinstance(error, pytest.UsageError):
+            raise
+        prefix = "sandbox preflight failed: " if isinstance(error, SandboxUnavailable) else ""
+        raise pytest.UsageError(f"wfbench: {prefix}{error}") from error
+    sweep.start()
+    sweep.store.write_text(ENVIRONMENT, json.dumps(sweep.environment(), indent=2))
+    # Built before any cell, once per machine: no cell pays for it.
+    sweep.bytecode()
 
 
 def _steal_work_by_default(config: pytest.Config) -> None:
@@ -353,6 +370,12 @@ class SweepHooks:
             terminalreporter.write_line(f"wfbench: {len(unrun)} selected cells did not run "
                                         f"(rows say so): {', '.join(unrun[:10])}"
                                         f"{' ...' if len(unrun) > 10 else ''}", yellow=True)
+        kept = [(r["cell_id"], r["kept_workspace"]) for r in rows if r.get("kept_workspace")]
+        if kept:
+            terminalreporter.write_line(f"wfbench: workspaces kept (work dir "
+                                        f"{self.sweep.identity.work_dir}):")
+            for cell_id, path in kept:
+                terminalreporter.write_line(redact(f"  {cell_id}: {path}"))
         out = self.sweep.identity.out_dir
         terminalreporter.write_line(f"wfbench report: {out / REPORT}")
         terminalreporter.write_line(f"wfbench rows:   {self.sweep.store.results}")

@@ -97,6 +97,8 @@ class Row:
     """The cell's duration minus its session's: what the harness cost."""
     clone: str | None
     """How the workspace was made: ``overlay`` (layered over the template) or ``copy``."""
+    kept_workspace: str | None
+    """With --wfbench-keep-workspaces: where the cell's workspace was kept."""
     reused: bool
     worker: str
     recorded_at: str
@@ -182,6 +184,7 @@ class CellRecord:
     evidence_notes: list[str] = field(default_factory=list)
     stage_ms: dict[str, float] = field(default_factory=dict)
     clone: str | None = None
+    kept_workspace: str | None = None
     row: Row | None = None
 
     def add_stage_time(self, name: str, seconds: float) -> None:
@@ -298,6 +301,6 @@ def make_row(
         stage_ms=dict(record.stage_ms),
         harness_overhead_s=None if skipped else round(
             duration_s - (record.session_duration_s or 0.0), 3),
-        clone=record.clone, reused=False, worker=worker,
+        clone=record.clone, kept_workspace=record.kept_workspace, reused=False, worker=worker,
         recorded_at=utc_now(),
     )

@@ -19,6 +19,28 @@ ARTIFACTS = "artifacts"
 ENVIRONMENT = "environment.json"
 
 
+class OutDirError(Exception):
+    """The out dir cannot take this sweep (a usage error)."""
+
+
+def guard_out_dir(out_dir: Path | None, *, resume: bool) -> None:
+    """An out dir holds one sweep: rows already there are continued only with
+    --wfbench-resume, never silently appended to."""
+    if out_dir is None:
+        if resume:
+            raise OutDirError("--wfbench-resume needs --wfbench-out DIR: the out dir of the "
+                              "sweep to continue")
+        return
+    results = out_dir / RESULTS
+    holds_rows = results.is_file() and results.stat().st_size > 0
+    if resume and not holds_rows:
+        raise OutDirError(f"--wfbench-resume: {out_dir} holds no rows of a sweep to continue "
+                          f"(no {RESULTS}); drop --wfbench-resume to start a sweep there")
+    if holds_rows and not resume:
+        raise OutDirError(f"--wfbench-out {out_dir} already holds the rows of a sweep: continue "
+                          "it with --wfbench-resume, or give another directory")
+
+
 class ResultsStore:
     """Appends redacted rows and artifacts; safe across xdist workers."""
 

@@ -29,6 +29,7 @@ from pytest_wfbench.cells import (
     expand,
     expand_scenarios,
 )
+from pytest_wfbench.git import GitError
 from pytest_wfbench.judge.bytecode import ensure_bytecode
 from pytest_wfbench.lanes import skipped_step, subject_version
 from pytest_wfbench.lanes import unavailable as subject_unavailable
@@ -44,11 +45,12 @@ from pytest_wfbench.tasks import (
     SandboxSpec,
     Task,
     TaskFile,
+    TaskFileError,
     load_task_files,
 )
 from pytest_wfbench.workspace.capture import TreeBounds
 from pytest_wfbench.workspace.fs import remove_tree
-from pytest_wfbench.workspace.template import TemplateCache
+from pytest_wfbench.workspace.template import TemplateCache, TemplateError
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class SweepOptions:
     """``flag``: a suspicious resolved cell is resolved and listed; ``fail``: unresolved."""
     cache_dir: Path | None = None
     """What outlives a sweep (the judges' trusted bytecode); None: nothing does."""
+    resume: bool = False
+    """Continue the sweep in ``out_dir`` (--wfbench-resume)."""
     clone: str = "auto"
     """``overlay`` (layered clones), ``copy``, or ``auto``: layered where the kernel allows."""
 
@@ -147,8 +151,13 @@ class Sweep:
             for task in task_file.tasks:
                 # Tasks often share an oracle folder: digest each folder once.
                 known = digests.get(task.oracle.files)
-                snapshot = (OracleSnapshot(task.id, known.files, known.digest) if known
-                            else OracleSnapshot.capture(task))
+                try:
+                    snapshot = (OracleSnapshot(task.id, known.files, known.digest) if known
+                                else OracleSnapshot.capture(task))
+                except OSError as error:
+                    raise TaskFileError(task.source, task.line, f"the oracle files cannot be "
+                                        f"read: {error}", task=task.id,
+                                        field="oracle.files") from error
                 digests[task.oracle.files] = snapshot
                 self.oracles[task.id] = snapshot
         self.redactor = Redactor.from_environment(options.secret_env)
@@ -176,6 +185,10 @@ class Sweep:
         if not arms:
             return None
         names = sorted({arm.name for arm in arms})
+        for kind, reason in sorted(self.unavailable.items()):
+            if reason:
+                named = sorted({arm.name for arm in arms if arm.kind == kind})
+                raise AgentArmError(f"agent arms {named} cannot run here: {reason}")
         if not self.options.model:
             raise AgentArmError(f"agent arms {names} need --wfbench-model (recorded in every "
                                 "row)")
@@ -211,7 +224,7 @@ class Sweep:
             if cell.scenario.expensive and not self.options.include_expensive:
                 return "expensive scenario: pass --wfbench-include-expensive to run it"
             return subject_unavailable(cell.subject, cell.scenario)
-        return cell.skip_reason(self.options.include_expensive, self.unavailable)
+        return cell.skip_reason(self.options.include_expensive)
 
     def skip_record(self, cell: AnyCell, reason: str) -> CellRecord:
         record = CellRecord(cell_id=cell.cell_id, started=0.0, skip_reason=reason)
@@ -251,6 +264,19 @@ class Sweep:
         """Create the out dir and the work dir (controller and workers alike)."""
         self.store.prepare()
         self.identity.work_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def resolve_refs(self) -> None:
+        """Controller, before the out dir is made: every task's ref resolves to a
+        commit (once per sweep; workers read the same record), or the sweep is a
+        usage error naming the task."""
+        self.identity.work_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for task_file in self.task_files:
+            for task in task_file.tasks:
+                try:
+                    self.templates().resolve(task)
+                except (TemplateError, GitError, OSError) as error:
+                    raise TaskFileError(task.source, task.line, str(error), task=task.id,
+                                        field="ref") from error
 
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:

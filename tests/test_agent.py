@@ -271,17 +271,25 @@ def test_agent_arms_without_a_model_are_a_usage_error(
     result.stderr.fnmatch_lines(["*agent arms [[]'baseline'[]] need --wfbench-model*"])
 
 
-def test_agent_arms_without_a_key_are_skips(
+def test_agent_arms_that_cannot_run_are_a_usage_error(
     pytester: pytest.Pytester, claude_cli: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Named agent arms without a key or a CLI stop the sweep before any cell
+    runs, saying what is missing (they are not quietly skipped)."""
+    suite = agent_suite(pytester.path, ["baseline", "gold"])
+    missing = pytester.path / "no-such-claude"
+    result = pytester.runpytest_subprocess(*suite.args(
+        "--wfbench-model", MODEL, "--wfbench-claude", str(missing)))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*agent arms [[]'baseline'[]] cannot run here: the Claude "
+                                 f"Code CLI is not installed at {missing}: run `make cli`*"])
     monkeypatch.delenv("WFBENCH_ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    suite = agent_suite(pytester.path, ["baseline", "gold"])
     result = pytester.runpytest_subprocess(*suite.args(
-        "--wfbench-model", MODEL, "--wfbench-claude", str(claude_cli), "-rs"))
-    result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*arm 'baseline' cannot run here: no API key*"])
-    assert suite.row("fix-add-baseline-r1")["status"] == "skipped"
+        "--wfbench-model", MODEL, "--wfbench-claude", str(claude_cli)))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*agent arms [[]'baseline'[]] cannot run here: no API key*"])
+    assert not suite.out.exists()
 
 
 def write_plugin(base: Path, version: str) -> Path:

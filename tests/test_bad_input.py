@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +116,79 @@ def test_ini_keys_are_read_and_the_command_line_wins(pytester: pytest.Pytester) 
     result = pytester.runpytest_subprocess(*suite.args("--collect-only", "-q",
                                                        "--wfbench-runs", "1"))
     result.stdout.fnmatch_lines(["1 test collected*"])
+
+
+def _nothing_written(suite: Any) -> None:
+    assert not suite.out.exists(), sorted(p.name for p in suite.out.iterdir())
+
+
+LAST_BAD_INPUTS: dict[str, tuple[Any, tuple[str, ...], str]] = {
+    "task file not UTF-8": (lambda s: s.task_file.write_bytes(
+        s.task_file.read_bytes().replace(b'"bug"', b'"b\xe9g"')), (),
+        r".*tasks\.yaml:\d+: the task file is not UTF-8 text \(byte 0xe9 at offset \d+\).*"),
+    "ref that does not resolve": (lambda s: rewrite(s.task_file, lambda d: d["tasks"][0].update(
+        ref="no-such-branch")), (),
+        r".*tasks\.yaml:\d+: task 'fix-add': field 'ref': cannot resolve ref 'no-such-branch'.*"),
+    "effort outside the CLI's levels": (lambda s: None, ("--wfbench-effort", "extreme"),
+                                        r".*--wfbench-effort .*must be one of low, medium, high, "
+                                        r"xhigh, max, got 'extreme'.*"),
+    "empty arms": (lambda s: None, ("--wfbench-arms", ","),
+                   r".*--wfbench-arms names no arm \(got ','\).*"),
+    "out dir that is a file": (lambda s: s.out.write_text("x"), (),
+                               r".*--wfbench-out .*out exists and is not a directory.*"),
+}
+
+
+@pytest.mark.parametrize("case", list(LAST_BAD_INPUTS))
+def test_the_last_bad_inputs_are_usage_errors_that_write_nothing(
+    pytester: pytest.Pytester, case: str
+) -> None:
+    change, options, message = LAST_BAD_INPUTS[case]
+    suite = write_suite(pytester.path)
+    change(suite)
+    existed = suite.out.exists()
+    result = pytester.runpytest_subprocess(*suite.args(*options))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.re_match_lines([message])
+    if not existed:
+        _nothing_written(suite)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_an_out_dir_that_holds_a_sweep_needs_resume(pytester: pytest.Pytester) -> None:
+    suite = write_suite(pytester.path)
+    pytester.runpytest_subprocess(*suite.args()).assert_outcomes(passed=1, xfailed=1)
+    before = (suite.out / "results.jsonl").read_bytes()
+    result = pytester.runpytest_subprocess(*suite.args())
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*already holds the rows of a sweep: continue it with "
+                                 "--wfbench-resume, or give another directory*"])
+    assert (suite.out / "results.jsonl").read_bytes() == before
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to run the sweep as another user")
+@pytest.mark.parametrize("what", ["gold", "oracle"])
+def test_unreadable_gold_and_oracle_files_are_usage_errors(tmp_path_factory: Any,
+                                                           what: str) -> None:
+    """Run as an unprivileged user (root reads everything), with a file it
+    cannot read: a usage error naming the task and the field, nothing written."""
+    base = Path(tempfile.mkdtemp(prefix="wfbench-unreadable-", dir="/tmp"))
+    try:
+        suite = write_suite(base)
+        locked = base / ("gold.patch" if what == "gold" else "oracle/test_oracle.py")
+        for path in [base, *base.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        locked.chmod(0o000)
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                   sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                   *suite.args()[2:]]
+        env = {**os.environ, "HOME": str(base), "WFBENCH_CACHE_DIR": "none"}
+        result = subprocess.run(command, cwd=base, env=env, capture_output=True, text=True,
+                                timeout=120, check=False)
+        assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+        field = "gold" if what == "gold" else "oracle.files"
+        assert f"task 'fix-add': field '{field}'" in result.stderr, result.stderr
+        assert "cannot be read" in result.stderr
+        assert not suite.out.exists()
+    finally:
+        subprocess.run(["rm", "-rf", str(base)], check=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
@@ -206,3 +207,25 @@ def test_layers_are_used_only_where_asked_and_possible(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["wfbench clones: copies (--wfbench-clone copy)"])
     assert suite.row("fix-add-gold-r1")["clone"] == "copy"
+
+
+@pytest.mark.parametrize("method", ["overlay", "copy"])
+def test_kept_workspaces_are_whole_trees_and_the_terminal_says_where(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory, method: str
+) -> None:
+    suite = suite_factory(arms=["gold"])
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-keep-workspaces",
+                                                       "--wfbench-clone", method))
+    result.assert_outcomes(passed=1)
+    row = suite.row("fix-add-gold-r1")
+    kept = Path(row["kept_workspace"])
+    result.stdout.fnmatch_lines(["wfbench: workspaces kept (work dir *):",
+                                 f"  fix-add-gold-r1: {kept}"])
+    try:
+        assert "return a + b" in (kept / "calc.py").read_text()
+        assert (kept / "tests" / "test_visible.py").is_file()
+        assert not (kept / "tests" / "hidden").exists()
+    finally:
+        work_dir = kept.parents[2]
+        assert work_dir.name.startswith("wfbench-")
+        subprocess.run(["rm", "-rf", str(work_dir)], check=True)

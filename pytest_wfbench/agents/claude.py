@@ -105,8 +105,11 @@ class ClaudeCodeAdapter:
 
     def unavailable(self, settings: AgentSettings) -> str | None:
         if settings.cli is None or not settings.cli.exists():
-            return ("the Claude Code CLI is not installed (make test installs "
-                    f"@anthropic-ai/claude-code@{PINNED_VERSION}; or pass --wfbench-claude PATH)")
+            where = f" at {settings.cli}" if settings.cli is not None else ""
+            return (f"the Claude Code CLI is not installed{where}: run `make cli` (it installs "
+                    f"@anthropic-ai/claude-code@{PINNED_VERSION} into .tools/), or `npm install "
+                    f"-g @anthropic-ai/claude-code@{PINNED_VERSION}`, or pass "
+                    "--wfbench-claude PATH")
         if not settings.api_key:
             return "no API key: set WFBENCH_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)"
         return None

@@ -53,6 +53,7 @@ from pytest_wfbench.tasks.reader import (
     forget_resolved_paths,
     inside_folder,
     plain,
+    readable,
     relative_repo_path,
 )
 from pytest_wfbench.tasks.review import (
@@ -216,6 +217,8 @@ def _task(
     )
     if gold is not None and not gold.is_file():
         reader.fail(reader.line_of("gold"), f"{gold} is not a file", field="gold")
+    if gold is not None and not readable(gold):
+        reader.fail(reader.line_of("gold"), f"{gold} cannot be read", field="gold")
     return Task(
         id=task_id,
         task_class=reader.string("class", default="unclassified") or "unclassified",

@@ -23,9 +23,15 @@ class Node:
 
 def compose(path: Path) -> Node:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise TaskFileError(path, None, f"cannot read task file: {exc.strerror}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TaskFileError(path, data.count(b"\n", 0, exc.start) + 1, f"the task file is not UTF-8 text (byte "
+                            f"0x{data[exc.start]:02x} at offset {exc.start}): save it as "
+                            "UTF-8") from exc
     try:
         root = yaml.compose(text, Loader=COMPOSER)
     except yaml.YAMLError as exc:
@@ -154,6 +160,16 @@ def _resolve(base: Path, path: Path) -> tuple[Path, bool, bool]:
     return resolved, resolved.is_relative_to(base.resolve()), resolved.exists()
 
 
+@functools.lru_cache(maxsize=4096)
+def readable(path: Path) -> bool:
+    """Whether a file can be opened for reading (tried once per file)."""
+    try:
+        with path.open("rb"):
+            return True
+    except OSError:
+        return False
+
+
 def relative_repo_path(value: str, reader: Reader, key: str, line: int) -> str:
     pure = Path(value)
     if pure.is_absolute() or ".." in pure.parts or not pure.parts or pure.as_posix() == ".":
@@ -173,3 +189,4 @@ def plain(node: Node) -> Any:
 
 def forget_resolved_paths() -> None:
     _resolve.cache_clear()
+    readable.cache_clear()
