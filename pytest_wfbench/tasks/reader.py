@@ -29,8 +29,8 @@ def compose(path: Path) -> Node:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise TaskFileError(path, line, f"the task file is not UTF-8 text (byte "
+        where = data.count(b"\n", 0, exc.start) + 1
+        raise TaskFileError(path, where, f"the task file is not UTF-8 text (byte "
                             f"0x{data[exc.start]:02x} at offset {exc.start}): save it as "
                             "UTF-8") from exc
     try:
