@@ -99,6 +99,9 @@ class Row:
     """How the workspace was made: ``overlay`` (layered over the template) or ``copy``."""
     kept_workspace: str | None
     """With --wfbench-keep-workspaces: where the cell's workspace was kept."""
+    identity: dict[str, Any]
+    """What decides what the measurement means (:mod:`pytest_wfbench.identity`):
+    a row is kept on resume, or reused, only when this matches the cell's."""
     reused: bool
     worker: str
     recorded_at: str
@@ -235,7 +238,7 @@ def error_class(error_kind: str | None) -> str | None:
 
 
 
-class CellIdentity(Protocol):
+class RowCell(Protocol):
     """What a row needs to know of its cell (an agent cell or a scenario cell)."""
 
     @property
@@ -257,8 +260,8 @@ class CellIdentity(Protocol):
 
 
 def make_row(
-    *, cell: CellIdentity, record: CellRecord, sweep_id: str, sandbox_backend: str, worker: str,
-    duration_s: float,
+    *, cell: RowCell, record: CellRecord, sweep_id: str, sandbox_backend: str, worker: str,
+    duration_s: float, identity: dict[str, Any] | None = None,
 ) -> Row:
     """Turn a cell's record into its row: outcome, figures and provenance."""
     skipped = record.skip_reason is not None
@@ -301,6 +304,7 @@ def make_row(
         stage_ms=dict(record.stage_ms),
         harness_overhead_s=None if skipped else round(
             duration_s - (record.session_duration_s or 0.0), 3),
-        clone=record.clone, kept_workspace=record.kept_workspace, reused=False, worker=worker,
+        clone=record.clone, kept_workspace=record.kept_workspace,
+        identity=dict(identity or {}), reused=False, worker=worker,
         recorded_at=utc_now(),
     )

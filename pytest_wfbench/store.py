@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,10 @@ from filelock import FileLock
 from pytest_wfbench.redact import Redactor
 
 RESULTS = "results.jsonl"
+SUPERSEDED = "superseded.jsonl"
+"""Rows a cell's later row replaced (a resumed sweep ran it again): kept, not lost."""
+SWEEP = "sweep.json"
+"""The sweep's own record: its id, its options, its sessions and their outcome."""
 REPORT = "report.md"
 ARTIFACTS = "artifacts"
 ENVIRONMENT = "environment.json"
@@ -76,6 +81,35 @@ class ResultsStore:
             finally:
                 os.close(fd)
 
+    def compact(self) -> int:
+        """Keep only the last row of each cell in results.jsonl; earlier rows (a
+        cell run again) and torn lines go to superseded.jsonl. Returns the
+        results file's size after: rows past it are new."""
+        with self._lock:
+            if not self.results.exists():
+                return 0
+            lines = [line for line in _lines(self.results) if line.strip()]
+            last: dict[str, int] = {}
+            for index, line in enumerate(lines):
+                try:
+                    row = json.loads(line)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if isinstance(row, dict) and "cell_id" in row:
+                    last[str(row["cell_id"])] = index
+            keep = set(last.values())
+            kept = [line for index, line in enumerate(lines) if index in keep]
+            superseded = [line for index, line in enumerate(lines) if index not in keep]
+            if superseded:
+                with (self.out_dir / SUPERSEDED).open("ab") as out:
+                    out.write(b"".join(line + b"\n" for line in superseded))
+                    out.flush()
+                    os.fsync(out.fileno())
+                temporary = self.results.with_name(f".{RESULTS}.compact")
+                temporary.write_bytes(b"".join(line + b"\n" for line in kept))
+                os.replace(temporary, self.results)
+            return self.results.stat().st_size
+
     def write_artifact(self, name: str, content: bytes | str) -> str:
         """Write a redacted artifact; returns its name relative to the out dir.
         Artifacts keep the arm's bytes otherwise (a patch must still apply)."""
@@ -92,37 +126,72 @@ class ResultsStore:
         return path
 
 
-def read_rows(path: Path, sweep_id: str | None = None) -> list[dict[str, Any]]:
-    """Rows of a results file, optionally of one sweep. A torn last line (a
-    process killed mid-write) is skipped, not fatal."""
+def _lines(path: Path, offset: int = 0) -> Iterator[bytes]:
+    """A results file's lines from ``offset``, read in chunks. Lines end at
+    "\n" only: str.splitlines() also splits at U+2028 and other separators an
+    arm's text could carry, and would lose the row."""
     if not path.exists():
-        return []
-    rows = []
-    # Lines end at "\n" only: str.splitlines() also splits at U+2028 and other
-    # separators an arm's text could carry, and would lose the row.
-    for line in path.read_bytes().split(b"\n"):
+        return
+    with path.open("rb") as stream:
+        stream.seek(offset)
+        pending = b""
+        while chunk := stream.read(1 << 20):
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            yield from lines
+        if pending:
+            yield pending
+
+
+def iter_rows(path: Path, sweep_id: str | None = None,
+              offset: int = 0) -> Iterator[dict[str, Any]]:
+    """Rows of a results file (optionally of one sweep, from a byte offset), one
+    at a time. A torn line (a process killed mid-write) is skipped, not fatal."""
+    for line in _lines(path, offset):
         try:
             row = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
             continue
         if isinstance(row, dict) and (sweep_id is None or row.get("sweep_id") == sweep_id):
-            rows.append(row)
-    return rows
+            yield row
+
+
+def read_rows(path: Path, sweep_id: str | None = None) -> list[dict[str, Any]]:
+    """Rows of a results file, optionally of one sweep (see :func:`iter_rows`)."""
+    return list(iter_rows(path, sweep_id))
 
 
 CELL_ID_IN_LINE = re.compile(rb'"cell_id": "([^"\\]+)"')
 
 
-def recorded_cell_ids(path: Path, sweep_id: str) -> set[str]:
-    """Cells that have a row of this sweep, counting lines that do not parse (a
-    process killed mid-write): such a cell is never given a second row."""
-    recorded = {str(row["cell_id"]) for row in read_rows(path, sweep_id)}
-    if path.exists():
-        for line in path.read_bytes().split(b"\n"):
-            if sweep_id.encode() in line:
-                recorded.update(match.decode("utf-8", "replace")
-                                for match in CELL_ID_IN_LINE.findall(line))
+def recorded_cell_ids(path: Path, sweep_id: str, offset: int = 0) -> set[str]:
+    """Cells that have a row of this sweep (from ``offset``: this session's),
+    counting lines that do not parse (a process killed mid-write): such a cell
+    is never given a second row."""
+    recorded: set[str] = set()
+    for line in _lines(path, offset):
+        if sweep_id.encode() in line:
+            recorded.update(match.decode("utf-8", "replace")
+                            for match in CELL_ID_IN_LINE.findall(line))
     return recorded
+
+
+def read_sweep_record(out_dir: Path) -> dict[str, Any] | None:
+    path = out_dir / SWEEP
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_sweep_record(store: ResultsStore, record: dict[str, Any]) -> None:
+    """sweep.json, replaced whole (never half-written)."""
+    path = store.out_dir / SWEEP
+    temporary = path.with_name(f".{SWEEP}.new")
+    temporary.write_text(store.redactor.clean(json.dumps(record, indent=2, sort_keys=True)),
+                         encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def read_environment(store: ResultsStore) -> dict[str, Any] | None:

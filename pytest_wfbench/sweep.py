@@ -30,6 +30,14 @@ from pytest_wfbench.cells import (
     expand_scenarios,
 )
 from pytest_wfbench.git import GitError
+from pytest_wfbench.identity import (
+    CellIdentity,
+    arm_digest,
+    arm_digest_of_subject,
+    oracle_digest,
+    scenario_digest,
+    task_digest,
+)
 from pytest_wfbench.judge.bytecode import ensure_bytecode
 from pytest_wfbench.lanes import skipped_step, subject_version
 from pytest_wfbench.lanes import unavailable as subject_unavailable
@@ -167,6 +175,7 @@ class Sweep:
         self._expectations: ExpectationCache | None = None
         self._bytecode: Path | None = None
         self._layered: bool | None = None
+        self._base_shas: dict[str, str] = {}
         self._proxy: ApiProxy | None = None
         self._task_sandboxes: dict[SandboxSpec, Sandbox] = {}
         self.agent_settings = AgentSettings(
@@ -382,6 +391,26 @@ class Sweep:
         self._append_line(self.identity.work_dir / "cells.tsv", f"{cell.cell_id}\t{path.name}\n")
         return path
 
+    def cell_identity(self, cell: AnyCell) -> CellIdentity:
+        """What decides what the cell's measurement means (:mod:`identity`)."""
+        if isinstance(cell, ScenarioCell):
+            version = self.subject_versions.get(cell.subject.name)
+            return CellIdentity(
+                task=scenario_digest(cell.scenario), base_sha=None, oracle="",
+                arm=arm_digest_of_subject(cell.subject, version), model=None, effort=None,
+                sandbox_backend="host")
+        task, arm = cell.task, cell.arm
+        if task.id not in self._base_shas:
+            self._base_shas[task.id] = self.templates().resolve(task)[1]
+        plugin = self.plugin.digest if self.plugin is not None else None
+        return CellIdentity(
+            task=task_digest(task), base_sha=self._base_shas[task.id],
+            oracle=oracle_digest(task, self.oracles[task.id].digest),
+            arm=arm_digest(arm, plugin),
+            model=self.agent_settings.model if arm.is_agent else None,
+            effort=self.agent_settings.effort if arm.is_agent else None,
+            sandbox_backend=self.sandbox_backend)
+
     def build_row(self, cell: AnyCell, record: CellRecord, duration_s: float) -> Row:
         """The cell's row as it stands now (redacted, not yet written)."""
         # Tool-cost subjects are trusted commands, run on the host: say so.
@@ -389,6 +418,7 @@ class Sweep:
         row = make_row(
             cell=cell, record=record, sweep_id=self.sweep_id, sandbox_backend=backend,
             worker=self.worker, duration_s=duration_s,
+            identity=self.cell_identity(cell).to_json(),
         )
         # Everything a row says reaches terminals, junit and reports: redacted, and
         # with the arm's control sequences made inert.
