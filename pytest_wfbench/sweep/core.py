@@ -10,10 +10,7 @@ import os
 import platform
 import secrets
 import shutil
-import tempfile
 import time
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +19,6 @@ from pytest_wfbench.agents import AgentSettings, PluginDir, PluginError, adapter
 from pytest_wfbench.agents.claude import api_key_from_environment, find_cli
 from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.cells import (
-    KNOWN_ARMS,
     AnyCell,
     Cell,
     ScenarioCell,
@@ -47,91 +43,23 @@ from pytest_wfbench.redact import Redactor
 from pytest_wfbench.row import CellRecord, Row, make_row
 from pytest_wfbench.sandbox import Sandbox, SandboxPolicy, make_sandbox
 from pytest_wfbench.store import ResultsStore
+from pytest_wfbench.sweep.settings import (
+    AgentArmError,
+    SweepIdentity,
+    SweepOptions,
+    load_sweep_files,
+    suite_name,
+)
 from pytest_wfbench.tasks import (
-    DEFAULT_TIMEOUT_S,
     ArmDefinition,
     SandboxSpec,
     Task,
     TaskFile,
     TaskFileError,
-    load_task_files,
 )
 from pytest_wfbench.workspace.capture import TreeBounds
 from pytest_wfbench.workspace.fs import remove_tree
 from pytest_wfbench.workspace.template import TemplateCache, TemplateError
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    task_paths: tuple[Path, ...]
-    arms: tuple[str, ...] | None
-    runs: int
-    out_dir: Path | None
-    include_expensive: bool
-    baseline_arm: str | None
-    unsafe_no_sandbox: bool
-    admitted_output_chars: int
-    keep_workspaces: bool
-    secret_env: tuple[str, ...]
-    model: str | None = None
-    effort: str | None = None
-    default_timeout_s: float = DEFAULT_TIMEOUT_S
-    base_url: str | None = None
-    claude: str | None = None
-    plugin_dir: str | None = None
-    plugin_version: str | None = None
-    rootdir: Path = Path(".")
-    random_seed: int | None = None
-    scenario_runs: int = 3
-    """Runs per (scenario, subject): --wfbench-runs when given, else 3."""
-    agent_network: str = "proxy-only"
-    suspicious: str = "flag"
-    """``flag``: a suspicious resolved cell is resolved and listed; ``fail``: unresolved."""
-    cache_dir: Path | None = None
-    """What outlives a sweep (the judges' trusted bytecode); None: nothing does."""
-    resume: bool = False
-    """Continue the sweep in ``out_dir`` (--wfbench-resume)."""
-    clone: str = "auto"
-    """``overlay`` (layered clones), ``copy``, or ``auto``: layered where the kernel allows."""
-
-
-@dataclass(frozen=True)
-class SweepIdentity:
-    """What the controller decides once and every worker must share."""
-
-    sweep_id: str
-    out_dir: Path
-    work_dir: Path
-
-    def to_workerinput(self) -> dict[str, str]:
-        return {"sweep_id": self.sweep_id, "out_dir": str(self.out_dir),
-                "work_dir": str(self.work_dir)}
-
-    @classmethod
-    def from_workerinput(cls, data: dict[str, str]) -> SweepIdentity:
-        return cls(data["sweep_id"], Path(data["out_dir"]), Path(data["work_dir"]))
-
-    @classmethod
-    def new(cls, suite: str, out_dir: Path | None, reports_root: Path) -> SweepIdentity:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        sweep_id = f"{stamp}-{secrets.token_hex(4)}"
-        out = out_dir if out_dir is not None else reports_root / f"{stamp}-{suite}"
-        # A random name, unrelated to the sweep: sessions see their mounts' sources.
-        work = Path(tempfile.gettempdir()) / f"wfbench-{secrets.token_hex(8)}"
-        return cls(sweep_id, out.resolve(), work)
-
-
-def load_sweep_files(options: SweepOptions) -> list[TaskFile]:
-    return load_task_files(options.task_paths, default_timeout_s=options.default_timeout_s,
-                           known_arms=KNOWN_ARMS)
-
-
-def suite_name(task_files: list[TaskFile]) -> str:
-    return "+".join(task_file.name for task_file in task_files)
-
-
-class AgentArmError(Exception):
-    """Selected agent arms cannot run as configured; a usage error."""
 
 
 class Sweep:
