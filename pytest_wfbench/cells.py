@@ -172,21 +172,21 @@ def expand_scenarios(task_file: TaskFile, runs: int, seed: int | None) -> list[S
 AnyCell: TypeAlias = Cell | ScenarioCell
 
 
-def test_scenario(wfbench_lane_row: Row) -> None:
+def test_scenario(wfbench_outcome: Row) -> None:
     """A scenario cell passes when every step returned an expected code and the
     untimed oracle found the work where it must be; a skip when a helper failed."""
     __tracebackhide__ = True
-    if wfbench_lane_row.status == "skipped":
-        pytest.skip(wfbench_lane_row.skip_reason or "skipped")
-    if not wfbench_lane_row.resolved:
-        raise CellUnresolved(f"{wfbench_lane_row.cell_id}: {wfbench_lane_row.error_kind}: "
-                             f"{wfbench_lane_row.error_detail}")
+    if wfbench_outcome.status == "skipped":
+        pytest.skip(wfbench_outcome.skip_reason or "skipped")
+    if not wfbench_outcome.resolved:
+        raise CellUnresolved(f"{wfbench_outcome.cell_id}: {wfbench_outcome.error_kind}: "
+                             f"{wfbench_outcome.error_detail}")
 
 
-def test_cell(wfbench_row: Row) -> None:
+def test_cell(wfbench_outcome: Row) -> None:
     """A cell passes when its arm resolved the task (SPEC §3: sessions completed,
     verify passed and the hidden oracle passed)."""
     __tracebackhide__ = True
-    if not wfbench_row.resolved:
-        raise CellUnresolved(f"{wfbench_row.cell_id}: {wfbench_row.error_kind}: "
-                             f"{wfbench_row.error_detail}")
+    if not wfbench_outcome.resolved:
+        raise CellUnresolved(f"{wfbench_outcome.cell_id}: {wfbench_outcome.error_kind}: "
+                             f"{wfbench_outcome.error_detail}")

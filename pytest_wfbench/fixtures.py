@@ -23,11 +23,11 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from pytest_wfbench.agents.phases import AgentCell, run_agent_arm, token_totals
-from pytest_wfbench.cells import AnyCell, Cell
+from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.git import GitError
 from pytest_wfbench.judge.suspicion import changed_paths, scan_patch
 from pytest_wfbench.oracle import OracleResult, run_oracle
-from pytest_wfbench.outcomes import CellFailure, CellVerdict
+from pytest_wfbench.outcomes import ERROR_KINDS, CellFailure, CellVerdict
 from pytest_wfbench.row import CellRecord, Row
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.session import SessionResult, run_session
@@ -48,6 +48,7 @@ from pytest_wfbench.workspace.template import Template, TemplateError
 
 SWEEP_KEY = pytest.StashKey[Sweep]()
 RECORD_KEY = pytest.StashKey[CellRecord]()
+REPLAYED_KEY = pytest.StashKey[Row]()
 AFTER_SESSION = "evidence-tampered"
 MAX_SCANNED_BYTES = 32 << 20
 
@@ -111,6 +112,26 @@ class FinalTree:
 def wfbench_sweep(request: pytest.FixtureRequest) -> Sweep:
     """The sweep this cell belongs to."""
     return request.config.stash[SWEEP_KEY]
+
+
+@pytest.fixture
+def wfbench_outcome(
+    wfbench_cell: AnyCell, wfbench_sweep: Sweep, request: pytest.FixtureRequest
+) -> Row:
+    """The cell's row: measured now by its lifecycle's fixtures, or, for a cell the
+    sweep's plan gives a row (kept on resume, reused from an earlier sweep), that
+    row, with its own outcome (a counted evidence failure is an error again)."""
+    planned = wfbench_sweep.plan().planned.get(wfbench_cell.cell_id)
+    if planned is None:
+        name = "wfbench_lane_row" if isinstance(wfbench_cell, ScenarioCell) else "wfbench_row"
+        measured: Row = request.getfixturevalue(name)
+        return measured
+    row = wfbench_sweep.replay(wfbench_cell, planned)
+    request.node.stash[REPLAYED_KEY] = row
+    request.node.user_properties.extend(row.properties())
+    if row.error_kind is not None and ERROR_KINDS[row.error_kind].is_failure:
+        raise CellFailure(row.error_kind, row.error_detail or "")
+    return row
 
 
 @pytest.fixture

@@ -55,6 +55,10 @@ CLONE_HELP = ("how a cell's workspace is made: 'overlay' (the template as the lo
               "copy of the template), or 'auto' (default: overlay where the kernel allows it)")
 RESUME_HELP = ("continue the sweep in --wfbench-out DIR: cells with an admissible row of the "
                "same identity keep it; the others run")
+REUSE_HELP = ("an earlier sweep's out dir: comparator arms' admissible rows of the same "
+              "identity are reused instead of paid for again (one canary cell per arm runs)")
+REUSE_MAX_AGE_HELP = "reuse only rows younger than this many days (default 7)"
+FRESH_ARMS_HELP = "comma-separated arms that always run, never reused (candidate arms never are)"
 SUSPICIOUS_HELP = ("a resolved cell whose patch reaches into its judges: 'flag' (default: "
                    "resolved, listed as suspicious) or 'fail' (counted as unresolved)")
 
@@ -90,6 +94,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--wfbench-suspicious", choices=("flag", "fail"), help=SUSPICIOUS_HELP)
     group.addoption("--wfbench-cache-dir", metavar="DIR|none", help=CACHE_DIR_HELP)
     group.addoption("--wfbench-resume", action="store_true", default=False, help=RESUME_HELP)
+    group.addoption("--wfbench-reuse", metavar="DIR", help=REUSE_HELP)
+    group.addoption("--wfbench-reuse-max-age", metavar="DAYS", help=REUSE_MAX_AGE_HELP)
+    group.addoption("--wfbench-fresh-arms", metavar="A,B", help=FRESH_ARMS_HELP)
     group.addoption("--wfbench-clone", choices=("auto", "overlay", "copy"), help=CLONE_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
@@ -203,7 +210,36 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         cache_dir=_cache_dir(config),
         clone=_choice(config, "clone", ("auto", "overlay", "copy"), "auto"),
         resume=bool(config.getoption("wfbench_resume")),
+        reuse_dir=_reuse_dir(config),
+        reuse_max_age_days=_positive_number(config, "reuse_max_age", 7.0),
+        fresh_arms=tuple(a.strip() for a in (config.getoption("wfbench_fresh_arms") or "")
+                         .split(",") if a.strip()),
     )
+
+
+def _reuse_dir(config: pytest.Config) -> Path | None:
+    raw = config.getoption("wfbench_reuse")
+    if raw is None:
+        return None
+    path: Path = (config.invocation_params.dir / raw).resolve()
+    if not (path / "results.jsonl").is_file():
+        raise pytest.UsageError(f"--wfbench-reuse {raw}: {path} is not the out dir of a sweep "
+                                "(it has no results.jsonl)")
+    return path
+
+
+def _positive_number(config: pytest.Config, name: str, default: float) -> float:
+    raw = config.getoption(f"wfbench_{name}")
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value != value or value == float("inf"):
+        raise pytest.UsageError(f"--wfbench-{name.replace('_', '-')} must be a positive number, "
+                                f"got {raw!r}")
+    return value
 
 
 def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default: str) -> str:

@@ -17,20 +17,24 @@ from typing import Any
 import pytest
 
 from pytest_wfbench import __version__, cells, fixtures
-from pytest_wfbench.aggregate import Summary, summarize
+from pytest_wfbench.aggregate import Summary
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
-from pytest_wfbench.fixtures import RECORD_KEY, SWEEP_KEY
+from pytest_wfbench.control.start import (
+    close_session,
+    open_session,
+    prepare_plan,
+    resumed_sweep_id,
+)
+from pytest_wfbench.fixtures import RECORD_KEY, REPLAYED_KEY, SWEEP_KEY
 from pytest_wfbench.lanes import fixtures as lane_fixtures
-from pytest_wfbench.lanes.report import render_lanes, render_lanes_terminal
+from pytest_wfbench.lanes.report import render_lanes_terminal
 from pytest_wfbench.options import add_options, options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
+from pytest_wfbench.outdir import CANCELLED, COMPLETE, build_report
 from pytest_wfbench.report import (
     harness_error_lines,
-    overhead_section,
-    render_markdown,
     render_terminal,
     suspicious_lines,
-    trust_sections,
     unusable_lines,
 )
 from pytest_wfbench.row import CellRecord
@@ -40,8 +44,6 @@ from pytest_wfbench.store import (
     REPORT,
     OutDirError,
     guard_out_dir,
-    read_environment,
-    read_rows,
     recorded_cell_ids,
 )
 from pytest_wfbench.sweep import (
@@ -88,10 +90,11 @@ def pytest_configure(config: pytest.Config) -> None:
             sweep.expect_oracle_digests(workerinput["wfbench_oracles"])
         else:
             task_files = load_sweep_files(options)
+            continued = resumed_sweep_id(options.out_dir) if options.resume else None
             identity = SweepIdentity.new(suite_name(task_files), options.out_dir,
-                                         config.rootpath / "reports")
+                                         config.rootpath / "reports", sweep_id=continued)
             sweep = Sweep(options, identity, worker="main", task_files=task_files)
-    except (TaskFileError, AgentArmError) as error:
+    except (TaskFileError, AgentArmError, OutDirError) as error:
         raise pytest.UsageError(f"wfbench: {error}") from error
     collect_only = bool(config.getoption("collectonly"))
     if is_controller(config) and not collect_only:
@@ -131,6 +134,7 @@ def _start_controller(sweep: Sweep) -> None:
         prefix = "sandbox preflight failed: " if isinstance(error, SandboxUnavailable) else ""
         raise pytest.UsageError(f"wfbench: {prefix}{error}") from error
     sweep.start()
+    open_session(sweep, prepare_plan(sweep))
     sweep.store.write_text(ENVIRONMENT, json.dumps(sweep.environment(), indent=2))
     # Built before any cell, once per machine: no cell pays for it.
     sweep.bytecode()
@@ -265,7 +269,7 @@ class SweepHooks:
             record = self.sweep.skip_record(cell, str(reason).removeprefix("Skipped: "))
             row = self.sweep.record_row(cell, record, 0.0)
             item.user_properties.extend(row.properties())
-        elif report.failed and RECORD_KEY not in item.stash:
+        elif report.failed and RECORD_KEY not in item.stash and REPLAYED_KEY not in item.stash:
             record = CellRecord(cell_id=cell.cell_id, started=0.0)
             record.fail("infra-error", f"the cell failed before it started: {call.excinfo}")
             row = self.sweep.record_row(cell, record, call.duration)
@@ -306,14 +310,15 @@ class SweepHooks:
             return
         sweep = self.sweep
         self._record_unrun_cells(config.stash[SELECTED_KEY])
-        rows = read_rows(sweep.store.results, sweep.sweep_id)
-        agent_rows = [r for r in rows if r.get("lane", "agent") == "agent"]
-        summary = summarize(agent_rows, sweep.options.baseline_arm)
-        config.stash[SUMMARY_KEY] = summary
-        config.stash[ROWS_KEY] = rows
-        sections = [*trust_sections(rows), *overhead_section(rows),
-                    *render_lanes(rows, read_environment(sweep.store))]
-        sweep.store.write_text(REPORT, render_markdown(summary, sweep.provenance(rows), sections))
+        sweep.store.compact()
+        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
+        close_session(sweep, CANCELLED if interrupted else COMPLETE,
+                      "interrupted" if interrupted else None)
+        report = build_report(sweep.identity.out_dir, baseline_arm=sweep.options.baseline_arm)
+        for name, text in report.files.items():
+            sweep.store.write_text(name, text)
+        config.stash[SUMMARY_KEY] = report.summary
+        config.stash[ROWS_KEY] = report.rows
         # An UNUSABLE arm has failures, each of them a pytest error: the sweep
         # already exits non-zero, and the terminal names the arm.
         sweep.finish()
@@ -321,7 +326,9 @@ class SweepHooks:
     def _record_unrun_cells(self, selected: dict[str, str]) -> None:
         """Cells selected but without a row (the sweep stopped, or the worker
         running one died): never silent absence."""
-        recorded = recorded_cell_ids(self.sweep.store.results, self.sweep.sweep_id)
+        recorded = recorded_cell_ids(self.sweep.store.results, self.sweep.sweep_id,
+                                     self.sweep.results_offset)
+        recorded.update(self.sweep.plan().planned)
         completed = self.sweep.completed_sessions()
         by_id = self.sweep.all_cells()
         pending: list[tuple[AnyCell, CellRecord]] = []

@@ -103,6 +103,8 @@ class Row:
     """What decides what the measurement means (:mod:`pytest_wfbench.identity`):
     a row is kept on resume, or reused, only when this matches the cell's."""
     reused: bool
+    reused_from: str | None
+    """A reused row: the sweep it was measured in (its recorded_at is that sweep's)."""
     worker: str
     recorded_at: str
 
@@ -305,6 +307,6 @@ def make_row(
         harness_overhead_s=None if skipped else round(
             duration_s - (record.session_duration_s or 0.0), 3),
         clone=record.clone, kept_workspace=record.kept_workspace,
-        identity=dict(identity or {}), reused=False, worker=worker,
+        identity=dict(identity or {}), reused=False, reused_from=None, worker=worker,
         recorded_at=utc_now(),
     )

@@ -14,7 +14,8 @@ from typing import Any
 
 from pytest_wfbench.cells import Cell
 from pytest_wfbench.outcomes import CellFailure, CellVerdict
-from pytest_wfbench.sandbox import Sandbox
+from pytest_wfbench.sandbox import Mount, Sandbox
+from pytest_wfbench.skills import fingerprint, read_only_mount
 from pytest_wfbench.tasks import Limits
 from pytest_wfbench.workspace.clone import Workspace
 
@@ -50,11 +51,12 @@ def estimate_tokens(text: str) -> int:
 def run_script_step(
     sandbox: Sandbox, command: str, *, index: int, workspace: Workspace, home: Path,
     timeout_s: float, admitted_chars: int, network: bool, limits: Limits,
+    mounts: tuple[Mount, ...] = (),
 ) -> dict[str, Any]:
     """Run one step as one tool call and measure what an agent would read of it."""
     result = sandbox.run(command, workspace=workspace.mount(), home=home, writable=True,
                          network=network, timeout_s=timeout_s, limits=limits,
-                         watch=(workspace.files, home))
+                         watch=(workspace.files, home), mounts=mounts)
     output = result.stdout + result.stderr
     admitted = output[:admitted_chars]
     return {
@@ -96,6 +98,10 @@ def run_session(
             raise CellFailure("session-error", f"the gold patch does not apply: {applied.tail()}")
     elif kind == "script":
         deadline = started + cell.task.timeout_s
+        # Skills under test, as for agent arms: read-only during the steps.
+        skills = (fingerprint(workspace.files) if cell.arm.skills is not None else None)
+        mounts = ((read_only_mount(workspace.files, sandbox.workspace_path(workspace.mount())),)
+                  if cell.arm.skills is not None else ())
         for index, command in enumerate(cell.arm.steps):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -103,7 +109,7 @@ def run_session(
                                   f"timed out after {cell.task.timeout_s:g}s before step {index}")
             step = run_script_step(sandbox, command, index=index, workspace=workspace,
                                    home=home, timeout_s=remaining, admitted_chars=admitted_chars,
-                                   network=cell.arm.network, limits=limits)
+                                   network=cell.arm.network, limits=limits, mounts=mounts)
             result.steps.append(step)
             result.tool_calls = (result.tool_calls or 0) + 1
             result.estimated_tokens = (result.estimated_tokens or 0) + step["estimated_tokens"]
@@ -117,6 +123,9 @@ def run_session(
                 raise CellVerdict("session-timeout",
                                   f"timed out after {cell.task.timeout_s:g}s in step {index}: "
                                   "its process tree was killed")
+        if skills is not None and fingerprint(workspace.files) != skills:
+            result.evidence_failure = ("evidence-tampered",
+                                       "the skills under test changed during the steps")
     else:
         raise CellFailure("infra-error", f"arm kind {kind!r} cannot run in this harness")
     result.duration_s = time.monotonic() - started

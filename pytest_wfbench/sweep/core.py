@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import platform
 import secrets
@@ -25,6 +26,8 @@ from pytest_wfbench.cells import (
     expand,
     expand_scenarios,
 )
+from pytest_wfbench.control.plan import REUSED, Plan, Planned
+from pytest_wfbench.control.replay import PLAN, reused_row, row_from_json
 from pytest_wfbench.git import GitError
 from pytest_wfbench.identity import (
     CellIdentity,
@@ -103,6 +106,10 @@ class Sweep:
         self._expectations: ExpectationCache | None = None
         self._bytecode: Path | None = None
         self._layered: bool | None = None
+        self._plan: Plan | None = None
+        self.results_offset = 0
+        """Controller: results.jsonl's size when this session started (rows past it
+        are this session's)."""
         self._base_shas: dict[str, str] = {}
         self._proxy: ApiProxy | None = None
         self._task_sandboxes: dict[SandboxSpec, Sandbox] = {}
@@ -319,6 +326,28 @@ class Sweep:
         self._append_line(self.identity.work_dir / "cells.tsv", f"{cell.cell_id}\t{path.name}\n")
         return path
 
+    def set_plan(self, plan: Plan) -> None:
+        self._plan = plan
+
+    def plan(self) -> Plan:
+        """Which cells keep or reuse a row (the controller's decision, read from the
+        work dir once)."""
+        if self._plan is None:
+            path = self.identity.work_dir / PLAN
+            self._plan = (Plan.from_json(json.loads(path.read_text(encoding="utf-8")))
+                          if path.exists() else Plan())
+        return self._plan
+
+    def replay(self, cell: AnyCell, planned: Planned) -> Row:
+        """A planned cell's row: the kept one as it is, or a reused one copied in."""
+        if planned.mode == REUSED:
+            assert self.options.reuse_dir is not None
+            data = reused_row(planned, sweep_id=self.sweep_id, worker=self.worker,
+                              source_dir=self.options.reuse_dir, out_dir=self.identity.out_dir)
+            self.store.append(data)
+            return row_from_json(self.redactor.data(data))
+        return row_from_json(planned.row)
+
     def cell_identity(self, cell: AnyCell) -> CellIdentity:
         """What decides what the cell's measurement means (:mod:`identity`)."""
         if isinstance(cell, ScenarioCell):
@@ -381,25 +410,3 @@ class Sweep:
         """Controller only: remove the work dir (templates, clones)."""
         if not self.options.keep_workspaces:
             remove_tree(self.identity.work_dir)
-
-    def provenance(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """The report's closing facts: what ran, how, and what was left out."""
-        ran = sorted({r["task"] for r in rows if r.get("status") == "ran"})
-        skipped = sorted({r["task"] for r in rows if r.get("status") == "skipped"} - set(ran))
-        return {
-            "sweep_id": self.sweep_id,
-            "suite": self.suite_name,
-            "model": sorted({r["model"] for r in rows if r.get("model")}) or None,
-            "effort": sorted({r["effort"] for r in rows if r.get("effort")}) or None,
-            "selected tasks": ran,
-            "skipped tasks": skipped,
-            "arms": sorted({r["arm"] for r in rows}),
-            "runs per cell": self.options.runs,
-            "harness version": __version__,
-            "sandbox_backend": self.sandbox_backend,
-            "task files": [str(task_file.path) for task_file in self.task_files],
-            "out dir": str(self.identity.out_dir),
-            "partial-evidence notes": sorted(
-                {f"{r['cell_id']}: {r['error_kind']}" for r in rows
-                 if r.get("status") == "ran" and not r.get("counted")}) or None,
-        }

@@ -50,6 +50,11 @@ class SweepOptions:
     """What outlives a sweep (the judges' trusted bytecode); None: nothing does."""
     resume: bool = False
     """Continue the sweep in ``out_dir`` (--wfbench-resume)."""
+    reuse_dir: Path | None = None
+    """An earlier sweep's out dir whose comparator rows may be reused (--wfbench-reuse)."""
+    reuse_max_age_days: float = 7.0
+    fresh_arms: tuple[str, ...] = ()
+    """Arms never reused (--wfbench-fresh-arms); candidate arms never are either."""
     clone: str = "auto"
     """``overlay`` (layered clones), ``copy``, or ``auto``: layered where the kernel allows."""
 
@@ -71,9 +76,11 @@ class SweepIdentity:
         return cls(data["sweep_id"], Path(data["out_dir"]), Path(data["work_dir"]))
 
     @classmethod
-    def new(cls, suite: str, out_dir: Path | None, reports_root: Path) -> SweepIdentity:
+    def new(cls, suite: str, out_dir: Path | None, reports_root: Path,
+            sweep_id: str | None = None) -> SweepIdentity:
+        """A new sweep, or (``sweep_id`` given) a new session of one, in its out dir."""
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        sweep_id = f"{stamp}-{secrets.token_hex(4)}"
+        sweep_id = sweep_id or f"{stamp}-{secrets.token_hex(4)}"
         out = out_dir if out_dir is not None else reports_root / f"{stamp}-{suite}"
         # A random name, unrelated to the sweep: sessions see their mounts' sources.
         work = Path(tempfile.gettempdir()) / f"wfbench-{secrets.token_hex(8)}"

@@ -314,7 +314,7 @@ def _arm_definitions(reader: Reader | None, base: Path) -> dict[str, ArmDefiniti
                          field=arm.name("steps"))
             arms[name] = ArmDefinition(
                 name=name, kind=kind, steps=steps, description=arm.string("description") or "",
-                network=arm.boolean("network", False),
+                network=arm.boolean("network", False), skills=_skills_folder(arm, base),
             )
             continue
         arm.check_keys(AGENT_ARM_KEYS)

@@ -53,7 +53,7 @@ SANDBOX_KEYS = {"read_only", "env", "limits"}
 LIMIT_KEYS = {"processes", "memory", "file_size", "disk", "files", "tmp"}
 # oracle.expect: the oracle's exit status alone decides (not a pytest oracle).
 EXPECT_EXIT_CODE = "exit-code"
-SCRIPT_ARM_KEYS = {"agent", "steps", "description", "network"}
+SCRIPT_ARM_KEYS = {"agent", "steps", "description", "network", "skills"}
 AGENT_ARM_KEYS = {"agent", "description", "phases", "skills", "plugin", "minimal"}
 PHASE_KEYS = {"name", "prompt", "skill", "role", "allowed_tools", "disallowed_tools",
               "mcp_servers", "plugin_dirs"}

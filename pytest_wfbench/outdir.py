@@ -1,0 +1,148 @@
+"""What an out dir holds, and its report made from it alone.
+
+A sweep's out dir is its whole record: ``results.jsonl`` (one row per cell),
+``sweep.json`` (its id, settings and sessions, each with its state),
+``environment.json`` and ``artifacts/``. The report files (``report.md``, and
+``promotion.json`` when candidates ran) are rendered from those files only, so
+``wfbench report DIR`` writes them again byte for byte, and a merge of shards
+renders the report one machine would have.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_wfbench.aggregate import Summary, summarize
+from pytest_wfbench.lanes.report import render_lanes
+from pytest_wfbench.report import overhead_section, render_markdown, trust_sections
+from pytest_wfbench.store import ENVIRONMENT, RESULTS, SWEEP, iter_rows
+
+SWEEP_RECORD_VERSION = 1
+PROMOTION = "promotion.json"
+COMPLETE = "complete"
+CANCELLED = "cancelled"
+ABORTED = "aborted"
+RUNNING = "running"
+STATE_LINES = {
+    CANCELLED: "cancelled: partial evidence",
+    ABORTED: "aborted: partial evidence",
+    RUNNING: "running (or its process died): partial evidence",
+}
+
+
+@dataclass
+class OutDirReport:
+    """Everything a report is made of, read from an out dir."""
+
+    rows: list[dict[str, Any]]
+    record: dict[str, Any]
+    environment: dict[str, Any] | None
+    summary: Summary
+    files: dict[str, str] = field(default_factory=dict)
+    """File name -> text, to be written (redacted) into the out dir."""
+
+    @property
+    def state(self) -> str:
+        return sweep_state(self.record)
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def latest_per_cell(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last row of each cell, in the order cells first appeared."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        latest[str(row.get("cell_id"))] = row
+    return list(latest.values())
+
+
+def sweep_state(record: dict[str, Any]) -> str:
+    sessions = record.get("sessions") or []
+    return str(sessions[-1].get("state", RUNNING)) if sessions else COMPLETE
+
+
+def state_reason(record: dict[str, Any]) -> str | None:
+    sessions = record.get("sessions") or []
+    return sessions[-1].get("reason") if sessions else None
+
+
+def provenance(rows: list[dict[str, Any]], record: dict[str, Any]) -> dict[str, Any]:
+    """The report's closing facts: what ran, how, and what was left out."""
+    ran = sorted({r["task"] for r in rows if r.get("status") == "ran"})
+    skipped = sorted({r["task"] for r in rows if r.get("status") == "skipped"} - set(ran))
+    settings = record.get("settings") or {}
+    state = sweep_state(record)
+    facts: dict[str, Any] = {
+        "sweep_id": record.get("sweep_id"),
+        "suite": record.get("suite"),
+        "state": STATE_LINES.get(state, state) + (
+            f" ({state_reason(record)})" if state != COMPLETE and state_reason(record) else ""),
+        "model": sorted({r["model"] for r in rows if r.get("model")}) or None,
+        "effort": sorted({r["effort"] for r in rows if r.get("effort")}) or None,
+        "selected tasks": ran,
+        "skipped tasks": skipped,
+        "arms": sorted({r["arm"] for r in rows}),
+        "runs per cell": settings.get("runs"),
+        "harness version": record.get("harness_version"),
+        "sandbox_backend": settings.get("sandbox_backend"),
+        "clones": settings.get("clone"),
+        "task files": [entry.get("path") for entry in record.get("task_files") or []],
+        "out dir": record.get("out_dir"),
+        "partial-evidence notes": sorted(
+            {f"{r['cell_id']}: {r['error_kind']}" for r in rows
+             if r.get("status") == "ran" and not r.get("counted")}) or None,
+    }
+    return facts
+
+
+def plan_section(record: dict[str, Any]) -> list[str]:
+    """What resume and reuse decided, per session: rows kept or reused, and why
+    the other cells ran (again)."""
+    lines: list[str] = []
+    for index, session in enumerate(record.get("sessions") or [], start=1):
+        plan = session.get("plan") or {}
+        reasons = plan.get("reasons") or {}
+        if not (plan.get("reused") or reasons or plan.get("canaries")):
+            continue  # rows kept as they were say nothing new
+        lines += [f"### Session {index}", "",
+                  f"- rows kept from earlier sessions: {plan.get('kept', 0)}",
+                  f"- rows reused from {plan.get('reuse_dir') or 'an earlier sweep'}: "
+                  f"{plan.get('reused', 0)}"]
+        for arm, cell in sorted((plan.get("canaries") or {}).items()):
+            lines.append(f"- canary of `{arm}` (paid for again): `{cell}`")
+        if reasons:
+            lines += ["", "| cell | why it ran |", "|---|---|"]
+            lines += [f"| {cell} | {reason} |" for cell, reason in sorted(reasons.items())]
+        lines.append("")
+    return ["## Resumed and reused rows", "", *lines] if lines else []
+
+
+def build_report(out_dir: Path, *, baseline_arm: str | None = None) -> OutDirReport:
+    """The report of the sweep in ``out_dir``, from its files alone."""
+    record = read_json(out_dir / SWEEP) or {}
+    rows = latest_per_cell(iter_rows(out_dir / RESULTS, record.get("sweep_id")))
+    environment = read_json(out_dir / ENVIRONMENT)
+    settings = record.get("settings") or {}
+    baseline = baseline_arm if baseline_arm is not None else settings.get("baseline_arm")
+    agent_rows = [r for r in rows if r.get("lane", "agent") == "agent"]
+    summary = summarize(agent_rows, baseline)
+    sections = [*plan_section(record), *trust_sections(rows), *overhead_section(rows),
+                *render_lanes(rows, environment)]
+    report = OutDirReport(rows=rows, record=record, environment=environment, summary=summary)
+    report.files["report.md"] = render_markdown(summary, provenance(rows, record), sections)
+    return report
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
