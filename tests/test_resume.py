@@ -50,7 +50,8 @@ def comparable_report(text: str) -> list[str]:
     text = re.sub(r"## Harness overhead\n.*?(?=\n## )", "", text, flags=re.S)
     lines = []
     for line in text.splitlines():
-        if ("sweep" in line.lower() and "`" in line) or line.startswith(("- sweep_id", "- out dir")):
+        sweep_id = "sweep" in line.lower() and "`" in line
+        if sweep_id or line.startswith(("- sweep_id", "- out dir")):
             continue
         lines.append(re.sub(r"\d+\.\d+", "#", line))
     return lines
