@@ -24,6 +24,7 @@ import pytest
 
 from pytest_wfbench.agents.phases import AgentCell, run_agent_arm, token_totals
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
+from pytest_wfbench.control.stop import stop_of
 from pytest_wfbench.git import GitError
 from pytest_wfbench.judge.suspicion import changed_paths, scan_patch
 from pytest_wfbench.oracle import OracleResult, run_oracle
@@ -138,7 +139,12 @@ def wfbench_outcome(
 def wfbench_record(
     wfbench_cell: AnyCell, wfbench_sweep: Sweep, request: pytest.FixtureRequest
 ) -> Iterator[CellRecord]:
-    """The cell's record; its teardown writes the row and the junit properties."""
+    """The cell's record; its teardown writes the row and the junit properties.
+    No cell starts once the sweep is stopped (a signal, the outage breaker, the
+    cost budget): it is a skip with the reason."""
+    stop = stop_of(wfbench_sweep.identity.work_dir)
+    if stop is not None:
+        pytest.skip(stop.skip_reason)
     record = CellRecord(cell_id=wfbench_cell.cell_id, started=time.monotonic(),
                         suspicious_fails=wfbench_sweep.options.suspicious == "fail")
     request.node.stash[RECORD_KEY] = record

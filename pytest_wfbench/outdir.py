@@ -28,9 +28,11 @@ COMPLETE = "complete"
 CANCELLED = "cancelled"
 ABORTED = "aborted"
 RUNNING = "running"
+BUDGET = "budget"
 STATE_LINES = {
     CANCELLED: "cancelled: partial evidence",
     ABORTED: "aborted: partial evidence",
+    BUDGET: "stopped at the cost budget: partial evidence",
     RUNNING: "running (or its process died): partial evidence",
 }
 

@@ -19,18 +19,21 @@ import pytest
 from pytest_wfbench import __version__, cells, fixtures
 from pytest_wfbench.aggregate import Summary
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
+from pytest_wfbench.control.signals import Cancellation, register_worker
 from pytest_wfbench.control.start import (
     close_session,
     open_session,
     prepare_plan,
     resumed_sweep_id,
 )
+from pytest_wfbench.control.stop import CANCELLED as STOP_CANCELLED
+from pytest_wfbench.control.stop import request_stop, stop_of
 from pytest_wfbench.fixtures import RECORD_KEY, REPLAYED_KEY, SWEEP_KEY
 from pytest_wfbench.lanes import fixtures as lane_fixtures
 from pytest_wfbench.lanes.report import render_lanes_terminal
 from pytest_wfbench.options import add_options, options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
-from pytest_wfbench.outdir import CANCELLED, COMPLETE, build_report
+from pytest_wfbench.outdir import COMPLETE, build_report
 from pytest_wfbench.report import (
     harness_error_lines,
     render_terminal,
@@ -101,6 +104,15 @@ def pytest_configure(config: pytest.Config) -> None:
         _start_controller(sweep)
     elif not collect_only:
         sweep.start()
+        register_worker(sweep.identity.work_dir)
+    cancellation = None
+    if not collect_only:
+        work_dir = sweep.identity.work_dir
+        cancellation = Cancellation(
+            work_dir, forwards=is_controller(config) and _distributed(config),
+            on_cancel=lambda name: request_stop(work_dir, STOP_CANCELLED,
+                                                f"the sweep was cancelled ({name})"))
+        cancellation.install()
     if is_controller(config) and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(sweep), "wfbench-xdist")
         _steal_work_by_default(config)
@@ -112,7 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SELECTED_KEY] = {}
     config.pluginmanager.register(fixtures, "wfbench-fixtures")
     config.pluginmanager.register(lane_fixtures, "wfbench-lane-fixtures")
-    config.pluginmanager.register(SweepHooks(sweep), "wfbench-sweep")
+    config.pluginmanager.register(SweepHooks(sweep, cancellation), "wfbench-sweep")
 
 
 def _start_controller(sweep: Sweep) -> None:
@@ -138,6 +150,11 @@ def _start_controller(sweep: Sweep) -> None:
     sweep.store.write_text(ENVIRONMENT, json.dumps(sweep.environment(), indent=2))
     # Built before any cell, once per machine: no cell pays for it.
     sweep.bytecode()
+
+
+def _distributed(config: pytest.Config) -> bool:
+    """Whether this controller hands its cells to xdist workers."""
+    return config.pluginmanager.getplugin("dsession") is not None
 
 
 def _steal_work_by_default(config: pytest.Config) -> None:
@@ -194,8 +211,9 @@ class WfbenchFile(pytest.Module):
 class SweepHooks:
     """Hooks of a configured sweep, in every process."""
 
-    def __init__(self, sweep: Sweep) -> None:
+    def __init__(self, sweep: Sweep, cancellation: Cancellation | None = None) -> None:
         self.sweep = sweep
+        self.cancellation = cancellation
         self.task_paths = {task_file.path for task_file in sweep.task_files}
         self.failed_nodeids: set[str] = set()
 
@@ -294,6 +312,8 @@ class SweepHooks:
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.sweep.close()
+        if self.cancellation is not None:
+            self.cancellation.uninstall()
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -311,9 +331,12 @@ class SweepHooks:
         sweep = self.sweep
         self._record_unrun_cells(config.stash[SELECTED_KEY])
         sweep.store.compact()
-        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
-        close_session(sweep, CANCELLED if interrupted else COMPLETE,
-                      "interrupted" if interrupted else None)
+        stop = stop_of(sweep.identity.work_dir)
+        if stop is None and session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            stop = request_stop(sweep.identity.work_dir, STOP_CANCELLED,
+                                "the sweep was interrupted")
+        close_session(sweep, stop.kind if stop is not None else COMPLETE,
+                      stop.reason if stop is not None else None)
         report = build_report(sweep.identity.out_dir, baseline_arm=sweep.options.baseline_arm)
         for name, text in report.files.items():
             sweep.store.write_text(name, text)
@@ -329,6 +352,7 @@ class SweepHooks:
         recorded = recorded_cell_ids(self.sweep.store.results, self.sweep.sweep_id,
                                      self.sweep.results_offset)
         recorded.update(self.sweep.plan().planned)
+        stop = stop_of(self.sweep.identity.work_dir)
         completed = self.sweep.completed_sessions()
         by_id = self.sweep.all_cells()
         pending: list[tuple[AnyCell, CellRecord]] = []
@@ -349,7 +373,7 @@ class SweepHooks:
                     record.fail("infra-error", "the process running this cell died (e.g. an "
                                 "xdist worker crashed) before it recorded a row")
             else:
-                record = self.sweep.skip_record(cell, NOT_RUN)
+                record = self.sweep.skip_record(cell, stop.skip_reason if stop else NOT_RUN)
             pending.append((cell, record))
         self.sweep.record_rows(pending)
 

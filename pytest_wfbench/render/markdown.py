@@ -57,6 +57,9 @@ def render_markdown(summary: Summary, provenance: dict[str, Any],
     suite = provenance.get("suite", "sweep")
     lines = [f"# wfbench report: {suite}", "",
              f"Sweep `{provenance.get('sweep_id')}`.", ""]
+    state = provenance.get("state")
+    if state and not str(state).startswith("complete"):
+        lines += [f"**{state}**", ""]
     if summary.rows:
         lines += agent_sections(summary)
     if promotions:
