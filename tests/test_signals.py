@@ -57,12 +57,12 @@ def interrupt(suite: Suite, cwd: Path, extra: list[str], *, group: bool, signum:
             assert process.poll() is None, process.stdout.read().decode() if process.stdout \
                 else "ended"
             time.sleep(0.05)
-        send = (lambda: os.killpg(process.pid, signum)) if group else \
-            (lambda: os.kill(process.pid, signum))
-        send()
-        if twice:
+        for _ in range(2 if twice else 1):
+            if group:
+                os.killpg(process.pid, signum)
+            else:
+                os.kill(process.pid, signum)
             time.sleep(0.2)
-            send()
         output, _ = process.communicate(timeout=180)
     finally:
         if process.poll() is None:
