@@ -24,6 +24,7 @@ from pytest_wfbench.lanes import fixtures as lane_fixtures
 from pytest_wfbench.lanes.report import render_lanes, render_lanes_terminal
 from pytest_wfbench.options import add_options, options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
+from pytest_wfbench.render.html import HtmlReport, write_html_report
 from pytest_wfbench.report import (
     harness_error_lines,
     overhead_section,
@@ -55,6 +56,7 @@ NOT_RUN = "not run: the sweep stopped before this cell"
 SUMMARY_KEY = pytest.StashKey[Summary]()
 ROWS_KEY = pytest.StashKey[list[dict[str, Any]]]()
 SELECTED_KEY = pytest.StashKey[dict[str, str]]()
+HTML_KEY = pytest.StashKey[HtmlReport]()
 CELL_ID_RE = re.compile(r"::test_(?:cell|scenario)\[(?P<cell>[^\]]+)\]$")
 
 
@@ -296,7 +298,10 @@ class SweepHooks:
         config.stash[ROWS_KEY] = rows
         sections = [*trust_sections(rows), *overhead_section(rows),
                     *render_lanes(rows, read_environment(sweep.store))]
-        sweep.store.write_text(REPORT, render_markdown(summary, sweep.provenance(rows), sections))
+        provenance = sweep.provenance(rows)
+        sweep.store.write_text(REPORT, render_markdown(summary, provenance, sections))
+        config.stash[HTML_KEY] = write_html_report(sweep.store, summary, rows, provenance,
+                                                   sections=sections)
         # An UNUSABLE arm has failures, each of them a pytest error: the sweep
         # already exits non-zero, and the terminal names the arm.
         sweep.finish()
@@ -355,6 +360,10 @@ class SweepHooks:
                                         f"{' ...' if len(unrun) > 10 else ''}", yellow=True)
         out = self.sweep.identity.out_dir
         terminalreporter.write_line(f"wfbench report: {out / REPORT}")
+        html = config.stash.get(HTML_KEY, None)
+        if html is not None:
+            terminalreporter.write_line(redact(html.line), red=html.failed,
+                                        yellow=html.path is None and not html.failed)
         terminalreporter.write_line(f"wfbench rows:   {self.sweep.store.results}")
 
 
