@@ -239,7 +239,7 @@ def cell_view(row: Mapping[str, Any], read: ReadArtifact) -> CellView:
         lists=[(title, items) for title, items in lists if items],
         stages=[(name, f"{ms:,.1f}") for name, ms in stages], stage_svg=stage_bar(ordered),
         steps=head, steps_tail=tail, steps_cut=cut, phases=phases,
-        patch=classify(clip(patch_text, PATCH_CHARS).text) if patch_text is not None else None,
+        patch=classify(patch_text, PATCH_CHARS) if patch_text is not None else None,
         patch_name=patch_name if patch_text is not None or not patch_name
         else f"{patch_name}: not found",
         artifacts=artifacts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_wfbench.render.html.clip import clip_items
+from pytest_wfbench.render.html.clip import clip, clip_items
 
 HEADER_PREFIXES = ("diff --git ", "index ", "--- ", "+++ ", "new file mode", "deleted file mode",
                    "old mode", "new mode", "similarity index", "rename from", "rename to",
@@ -27,6 +27,9 @@ class Diff:
     cut_lines: int
     """Lines of the patch left out in the middle."""
     total_lines: int
+    """Of the whole patch."""
+    cut_chars: int = 0
+    """Characters of the patch left out in the middle (a patch of few, long lines)."""
 
 
 def line_kind(line: str, in_header: bool) -> str:
@@ -45,11 +48,13 @@ def line_kind(line: str, in_header: bool) -> str:
     return "context"
 
 
-def classify(patch: str, head: int = 1200, tail: int = 300) -> Diff:
-    """The patch's lines with their kinds: the first ``head`` and last ``tail``
-    lines, a note for those cut between, and every line cut at
-    :data:`MAX_LINE_CHARS` (a minified file is one line)."""
-    raw = patch.split("\n")
+def classify(patch: str, chars: int = 80_000, head: int = 1200, tail: int = 300) -> Diff:
+    """The patch's lines with their kinds: at most ``chars`` characters, and
+    of those the first ``head`` and last ``tail`` lines, with notes where it was
+    cut; every line cut at :data:`MAX_LINE_CHARS` (a minified file is one line)."""
+    total = patch.count("\n") + (0 if patch.endswith("\n") or not patch else 1)
+    clipped = clip(patch, chars)
+    raw = clipped.text.split("\n")
     if raw and raw[-1] == "":
         raw.pop()
     classified: list[DiffLine] = []
@@ -68,4 +73,4 @@ def classify(patch: str, head: int = 1200, tail: int = 300) -> Diff:
     first, last, cut = clip_items(classified, head, tail)
     if cut:
         first.append(DiffLine("note", f"[... {cut:,} lines of the patch cut ...]"))
-    return Diff(lines=first + last, cut_lines=cut, total_lines=len(raw))
+    return Diff(lines=first + last, cut_lines=cut, total_lines=total, cut_chars=clipped.cut)

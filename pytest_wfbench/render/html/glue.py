@@ -4,7 +4,7 @@ through the store so it is redacted like every other file)."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +25,12 @@ not read."""
 
 
 def html_available() -> bool:
-    return importlib.util.find_spec("jinja2") is not None
+    """Whether Jinja2 imports (not merely whether it is on the path)."""
+    try:
+        importlib.import_module("jinja2")
+    except ImportError:
+        return False
+    return True
 
 
 def read_artifacts(out_dir: Path, limit: int = READ_BYTES) -> ReadArtifact:
