@@ -321,7 +321,7 @@ def test_the_resolve_chart_plots_cost_when_measured_else_tokens_else_time() -> N
     scripted = runs("a", "gold", "RR", session_duration_s=0.2)
     page = render_html(summarize(scripted), scripted, PROVENANCE)
     assert "against median session s" in page
-    assert "Nothing to draw: no counted run measured it" in page  # cost
+    assert "Cost (USD) per counted run: nothing to draw: no counted run measured it" in page
 
 
 def test_report_md_facts_are_on_the_page() -> None:

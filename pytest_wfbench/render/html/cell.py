@@ -168,11 +168,19 @@ def _step(step: Mapping[str, Any]) -> Step:
         note=clip("; ".join(notes), LIST_ITEM_CHARS).text)
 
 
+USAGE_LABELS = (("input_tokens", "in"), ("cache_creation_input_tokens", "cache w"),
+                ("cache_read_input_tokens", "cache r"), ("output_tokens", "out"))
+
+
 def _usage(usage: Any) -> str:
+    """A session's tokens, written as each turn's are."""
     if not isinstance(usage, Mapping) or not usage:
         return "n/a"
-    return ", ".join(f"{key.removesuffix('_tokens').replace('_input', '')} {fmt(value)}"
-                     for key, value in sorted(usage.items()) if isinstance(value, int))
+    def count(key: str) -> int:
+        value = usage.get(key)
+        return value if isinstance(value, int) else 0
+
+    return " · ".join(f"{label} {count(key):,}" for key, label in USAGE_LABELS)
 
 
 def _phase(entry: Mapping[str, Any], read: ReadArtifact, budget: Budget) -> Phase:

@@ -157,14 +157,6 @@ def strip_chart(groups: Sequence[tuple[str, Sequence[Dot]]], x_label: str,
         c = colour.get(arm, PALETTE[0])
         parts.append(f'<text x="{left - 8}" y="{_n(centre + 4)}" text-anchor="end">'
                      f'{_e(arm)}</text>')
-        for i, dot in enumerate(dots):
-            # A fixed spread, not a random jitter: the same runs draw the same.
-            offset = ((i * 7) % 11 - 5) * 1.6
-            hollow = dot.outcome != "resolved"
-            fill = "white" if hollow else c
-            parts.append(f'<circle cx="{_n(x_at(dot.value))}" cy="{_n(centre + offset)}" r="4" '
-                         f'fill="{fill}" stroke="{c}" stroke-width="1.5">'
-                         f'<title>{_e(dot.label)}</title></circle>')
         values = sorted(d.value for d in dots)
         if values:
             mid = len(values) // 2
@@ -173,6 +165,16 @@ def strip_chart(groups: Sequence[tuple[str, Sequence[Dot]]], x_label: str,
             parts.append(f'<line x1="{_n(x)}" x2="{_n(x)}" y1="{_n(centre - 12)}" '
                          f'y2="{_n(centre + 12)}" stroke="{c}" stroke-width="3">'
                          f'<title>{_e(arm)}: median {_e(x_format(median))}</title></line>')
+        for i, dot in enumerate(dots):
+            # A fixed spread about the row's centre (0, +3, -3, +6, ...), not a
+            # random jitter: the same runs always draw the same.
+            step = (i % 7 + 1) // 2
+            offset = step * 3.2 * (1 if i % 2 else -1)
+            hollow = dot.outcome != "resolved"
+            fill = "white" if hollow else c
+            parts.append(f'<circle cx="{_n(x_at(dot.value))}" cy="{_n(centre + offset)}" r="4" '
+                         f'fill="{fill}" stroke="{c}" stroke-width="1.5">'
+                         f'<title>{_e(dot.label)}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
 

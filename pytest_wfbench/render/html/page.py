@@ -70,8 +70,10 @@ class Page:
     sweep_id: str
     banners: list[str]
     arms: list[ArmView]
-    resolve: Chart
-    distributions: list[Chart]
+    charts: list[Chart]
+    """Resolve rate against spend, then the distributions that have something to draw."""
+    chart_notes: list[str]
+    """Distributions with nothing to draw, and why."""
     grids: list[Grid]
     lanes: list[Chart]
     cells: list[CellView]
@@ -150,7 +152,7 @@ def _distributions(rows: Sequence[Row], arms: list[str], colour: dict[str, str])
             why = ("no counted run measured it (scripted arms' cost is n/a, never zero)"
                    if name == "cost_usd" else "every counted run's is 0 (scripted arms spend "
                    "no model tokens)" if name == "tokens" else "no counted run has it")
-            charts.append(Chart(title, "", f"Nothing to draw: {why}."))
+            charts.append(Chart(title, "", f"nothing to draw: {why}."))
             continue
         charts.append(Chart(title, strip_chart([g for g in groups if g[1]], label, colour),
                             "Filled: resolved; hollow: not resolved. The bar is the median."))
@@ -222,11 +224,13 @@ def build_page(summary: Summary, rows: Sequence[Row], provenance: Mapping[str, A
     if lane:
         grids.append(_grid("Tool-cost scenarios and subjects", "scenario", "subject", lane))
     outcomes = [outcome(r) for r in ordered]
+    charts = [_resolve_chart(summary, colour), *_distributions(agent, arms, colour)] \
+        if summary.arms else []
     return Page(
         suite=str(provenance.get("suite") or "sweep"), sweep_id=str(provenance.get("sweep_id")),
         banners=banners, arms=[_arm_view(a) for a in summary.arms],
-        resolve=_resolve_chart(summary, colour),
-        distributions=_distributions(agent, arms, colour) if agent else [],
+        charts=[c for c in charts if c.svg], chart_notes=[
+            f"{c.title}: {c.note}" for c in charts if not c.svg],
         grids=grids, lanes=_lanes(lane),
         cells=[cell_view(r, read) for r in ordered],
         filters=[("task", "task", [(t, t) for t in sorted({str(r.get("task")) for r in ordered})]),
