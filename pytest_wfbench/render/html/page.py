@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_wfbench.aggregate import Row, Summary, metric, row_order
+from pytest_wfbench.aggregate import ArmSummary, Row, Summary, metric, row_order
 from pytest_wfbench.lanes.medians import by_transport, step_medians, total_medians
 from pytest_wfbench.render.format import fmt, fmt_cost, fmt_rate_interval
 from pytest_wfbench.render.html.cell import OUTCOMES, CellView, ReadArtifact, cell_view, outcome
@@ -84,7 +84,7 @@ class Page:
     """(outcome, label, cells) over the whole sweep."""
 
 
-def _arm_view(arm: Any) -> ArmView:
+def _arm_view(arm: ArmSummary) -> ArmView:
     m = arm.medians
     return ArmView(
         arm=arm.arm, health=arm.health.status.value, health_line=arm.health.describe(),
