@@ -23,7 +23,7 @@ define need
   fi; }
 endef
 
-.PHONY: demo test lint typecheck unit bench python sandbox vcs cli clean
+.PHONY: demo test lint typecheck unit bench python sandbox vcs browser cli clean
 
 python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || { \
@@ -34,7 +34,7 @@ python:
 $(STAMP): pyproject.toml | python
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[html,dev]'
 	touch $@
 
 sandbox:
@@ -43,6 +43,11 @@ sandbox:
 # Mercurial: the tool-cost lanes' second subject (tasks/vcs-loop.yaml).
 vcs:
 	$(call need,hg,mercurial)
+
+# Debian's Chromium: the browser test of report.html drives it headless
+# (Playwright with executable_path; no browser is downloaded).
+browser:
+	$(call need,chromium,chromium)
 
 $(CLI_STAMP):
 	$(call need,npm,npm)
@@ -71,7 +76,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) sandbox vcs cli
+unit: $(STAMP) sandbox vcs browser cli
 	$(BIN)/pytest -n 2 tests
 
 test: lint typecheck unit

@@ -19,8 +19,16 @@ from typing import Any
 
 from pytest_wfbench.aggregate import Summary, summarize
 from pytest_wfbench.lanes.report import render_lanes
+from pytest_wfbench.render.html import HtmlReport, write_html_report
 from pytest_wfbench.report import overhead_section, render_markdown, trust_sections
-from pytest_wfbench.store import ENVIRONMENT, RESULTS, SWEEP, iter_rows
+from pytest_wfbench.store import (
+    ENVIRONMENT,
+    REPORT,
+    RESULTS,
+    SWEEP,
+    ResultsStore,
+    iter_rows,
+)
 
 SWEEP_RECORD_VERSION = 1
 PROMOTION = "promotion.json"
@@ -45,6 +53,8 @@ class OutDirReport:
     record: dict[str, Any]
     environment: dict[str, Any] | None
     summary: Summary
+    provenance: dict[str, Any] = field(default_factory=dict)
+    sections: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     """File name -> text, to be written (redacted) into the out dir."""
 
@@ -141,9 +151,23 @@ def build_report(out_dir: Path, *, baseline_arm: str | None = None) -> OutDirRep
     summary = summarize(agent_rows, baseline)
     sections = [*plan_section(record), *trust_sections(rows), *overhead_section(rows),
                 *render_lanes(rows, environment)]
-    report = OutDirReport(rows=rows, record=record, environment=environment, summary=summary)
-    report.files["report.md"] = render_markdown(summary, provenance(rows, record), sections)
+    facts = provenance(rows, record)
+    report = OutDirReport(rows=rows, record=record, environment=environment, summary=summary,
+                          provenance=facts, sections=sections)
+    report.files[REPORT] = render_markdown(summary, facts, sections)
     return report
+
+
+def write_report(store: ResultsStore, *,
+                 baseline_arm: str | None = None) -> tuple[OutDirReport, HtmlReport]:
+    """Render the out dir's report and write its files (redacted): report.md,
+    and report.html when Jinja2 is installed."""
+    report = build_report(store.out_dir, baseline_arm=baseline_arm)
+    for name, text in report.files.items():
+        store.write_text(name, text)
+    html = write_html_report(store, report.summary, report.rows, report.provenance,
+                             sections=report.sections)
+    return report, html
 
 
 def utc_now() -> str:

@@ -33,7 +33,8 @@ from pytest_wfbench.lanes import fixtures as lane_fixtures
 from pytest_wfbench.lanes.report import render_lanes_terminal
 from pytest_wfbench.options import add_options, options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
-from pytest_wfbench.outdir import COMPLETE, build_report
+from pytest_wfbench.outdir import COMPLETE, write_report
+from pytest_wfbench.render.html import HtmlReport
 from pytest_wfbench.report import (
     harness_error_lines,
     render_terminal,
@@ -63,6 +64,7 @@ NOT_RUN = "not run: the sweep stopped before this cell"
 SUMMARY_KEY = pytest.StashKey[Summary]()
 ROWS_KEY = pytest.StashKey[list[dict[str, Any]]]()
 SELECTED_KEY = pytest.StashKey[dict[str, str]]()
+HTML_KEY = pytest.StashKey[HtmlReport]()
 CELL_ID_RE = re.compile(r"::test_(?:cell|scenario)\[(?P<cell>[^\]]+)\]$")
 
 
@@ -337,11 +339,10 @@ class SweepHooks:
                                 "the sweep was interrupted")
         close_session(sweep, stop.kind if stop is not None else COMPLETE,
                       stop.reason if stop is not None else None)
-        report = build_report(sweep.identity.out_dir, baseline_arm=sweep.options.baseline_arm)
-        for name, text in report.files.items():
-            sweep.store.write_text(name, text)
+        report, html = write_report(sweep.store, baseline_arm=sweep.options.baseline_arm)
         config.stash[SUMMARY_KEY] = report.summary
         config.stash[ROWS_KEY] = report.rows
+        config.stash[HTML_KEY] = html
         # An UNUSABLE arm has failures, each of them a pytest error: the sweep
         # already exits non-zero, and the terminal names the arm.
         sweep.finish()
@@ -409,6 +410,10 @@ class SweepHooks:
                 terminalreporter.write_line(redact(f"  {cell_id}: {path}"))
         out = self.sweep.identity.out_dir
         terminalreporter.write_line(f"wfbench report: {out / REPORT}")
+        html = config.stash.get(HTML_KEY, None)
+        if html is not None:
+            terminalreporter.write_line(redact(html.line), red=html.failed,
+                                        yellow=html.path is None and not html.failed)
         terminalreporter.write_line(f"wfbench rows:   {self.sweep.store.results}")
 
 

@@ -1,0 +1,66 @@
+"""report.html: the sweep as one self-contained page (no network: style,
+script and charts are inline) with per-arm figures, charts, the task x arm
+grid of outcomes, the tool-cost lanes' step times, every cell's detail (error,
+stages, steps, sessions with their transcripts as turns, the patch) and
+filters by task, arm and outcome.
+
+:func:`render_html` is pure: plain inputs, a string out, the same bytes for the
+same inputs. Artifacts reach it only through the reader it is given. Text
+from a row or an artifact is autoescaped by the template and bounded per cell
+(:mod:`.clip`). Charts are SVG written by :mod:`.charts` (why not a library:
+see there). Rendering needs Jinja2, the ``html`` extra; :mod:`.glue` writes the
+file at session end when it is installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_wfbench.aggregate import Summary
+from pytest_wfbench.render.html.cell import ReadArtifact
+from pytest_wfbench.render.html.glue import (
+    HTML_HINT,
+    HTML_REPORT,
+    HtmlReport,
+    html_available,
+    read_artifacts,
+    write_html_report,
+)
+from pytest_wfbench.render.markdown import render_markdown
+
+__all__ = [
+    "HTML_HINT",
+    "HTML_REPORT",
+    "HtmlReport",
+    "ReadArtifact",
+    "html_available",
+    "no_artifacts",
+    "read_artifacts",
+    "render_html",
+    "write_html_report",
+]
+
+
+def no_artifacts(name: str) -> None:
+    """A reader with no artifacts: every cell says its patch was not found."""
+    return None
+
+
+def render_html(summary: Summary, rows: Sequence[Mapping[str, Any]],
+                provenance: Mapping[str, Any], *,
+                promotions: Sequence[Mapping[str, Any]] = (), sections: Sequence[str] = (),
+                read_artifact: ReadArtifact = no_artifacts) -> str:
+    """The whole page. ``rows`` are every row of the sweep (agent and tool-cost
+    lanes); ``summary`` is :func:`~pytest_wfbench.aggregate.summarize` of its
+    agent rows; ``promotions`` and ``sections`` are what report.md is given, so
+    the page's tables state the same facts. Raises ImportError without Jinja2."""
+    from pytest_wfbench.render.html.page import build_page
+    from pytest_wfbench.render.html.tables import markdown_html, section_titles
+    from pytest_wfbench.render.html.template import render_page
+
+    markdown = render_markdown(summary, dict(provenance), sections, promotions)
+    page = build_page(summary, [dict(r) for r in rows], provenance, read_artifact)
+    return render_page(page, markdown_html(markdown),
+                       [(anchor, title.replace("`", "")) for anchor, title
+                        in section_titles(markdown)])

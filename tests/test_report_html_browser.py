@@ -1,0 +1,213 @@
+"""report.html in a real browser: Debian's Chromium, headless, driven by
+Playwright, on the page a real sweep wrote. It loads from file:// with no
+console error and no request off the file, its charts draw, the filters hide
+cells, a grid square opens its cell, and nothing an arm wrote runs.
+
+Screenshots are kept for people to look at: .tools/artifacts/report.png (and
+report-agent.png from the agent sweep), git-ignored."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import ConsoleMessage, Page, sync_playwright
+
+from tests.conftest import Suite, script_arm, task_yaml, write_suite
+from tests.fakeapi import FakeAnthropic, Usage, tool_use, turn
+
+CHROMIUM = Path(os.environ.get("WFBENCH_TEST_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCREENSHOTS = Path(__file__).resolve().parent.parent / ".tools" / "artifacts"
+HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">.txt'
+HOSTILE_TEXT = "</textarea></pre><script>window.__pwned=2</script>"
+MODEL = "claude-sonnet-4-5"
+
+
+@dataclass
+class Browser:
+    page: Page
+    console: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+    def open(self, path: Path) -> Page:
+        self.page.goto(path.as_uri())
+        return self.page
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    """Chromium with a fresh profile; every console error, page error and
+    request is recorded."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"Chromium is not installed at {CHROMIUM}: `make test` installs it "
+                    "(apt-get install chromium), or set WFBENCH_TEST_CHROMIUM")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 900})
+        try:
+            page = context.new_page()
+            found = Browser(page)
+
+            def on_console(message: ConsoleMessage) -> None:
+                if message.type in ("error", "warning"):
+                    found.console.append(f"{message.type}: {message.text}")
+
+            page.on("console", on_console)
+            page.on("pageerror", lambda error: found.console.append(f"pageerror: {error}"))
+            page.on("request", lambda request: found.requests.append(request.url))
+            yield found
+        finally:
+            context.close()
+
+
+def keep_screenshot(page: Page, tmp_path: Path, name: str) -> Path:
+    shot = tmp_path / name
+    page.screenshot(path=str(shot), full_page=True)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    kept = SCREENSHOTS / name
+    shutil.copyfile(shot, kept)
+    print(f"screenshot of report.html: {kept}")
+    return kept
+
+
+def visible_cells(page: Page) -> list[str]:
+    return sorted(page.eval_on_selector_all(
+        "details.cell", "cells => cells.filter(c => !c.hidden).map(c => c.id.slice(5))"))
+
+
+def demo_like_suite(base: Path) -> Suite:
+    """Two tasks on the calc project under gold, noop, a fixing script and a
+    script whose file name, content and command carry markup; plus a
+    tool-cost scenario run by git and Mercurial."""
+    vandal = script_arm(f"printf '%s\\n' '{HOSTILE_TEXT}' > '{HOSTILE_NAME}'")
+    return write_suite(
+        base, tasks=[task_yaml("fix-add"), task_yaml("fix-add-again", **{"class": "regression"})],
+        arms=["gold", "noop", "fixer", "vandal"],
+        arm_definitions={"fixer": script_arm("sed -i 's/a - b/a + b/' calc.py",
+                                             "python -m pytest -q -p no:cacheprovider tests"),
+                         "vandal": vandal},
+        extra={"subjects": {"git": {"binary": "git"}, "hg": {"binary": "hg", "driver": "hg"}},
+               "scenarios": [{"id": "task_loop", "kind": "task_loop",
+                              "subjects": ["git", "hg"]}]})
+
+
+def assert_loads_cleanly(browser: Browser, report: Path) -> None:
+    assert browser.console == []
+    assert browser.requests == [report.as_uri()], "the page asked for something off the file"
+    assert browser.page.evaluate("typeof window.__pwned") == "undefined"
+
+
+def test_the_report_of_a_sweep_renders_filters_and_keeps_arm_text_inert(
+    pytester: pytest.Pytester, browser: Browser, tmp_path: Path
+) -> None:
+    suite = demo_like_suite(pytester.path)
+    result = pytester.runpytest_subprocess(*suite.args("-n", "2", "--wfbench-runs", "2"))
+    result.assert_outcomes(passed=12, failed=4, xfailed=4)
+    report = suite.out / "report.html"
+    result.stdout.fnmatch_lines([f"wfbench html:   {report}"])
+    rows = suite.rows()
+    page = browser.open(report)
+    assert_loads_cleanly(browser, report)
+
+    # The charts draw: resolve rate against spend, session time per arm, lane steps.
+    charts = page.locator("svg.chart")
+    assert charts.count() >= 3
+    for i in range(charts.count()):
+        box = charts.nth(i).bounding_box()
+        assert box is not None and box["width"] > 100 and box["height"] > 50
+    arms = page.locator("#plots svg.chart").first
+    assert arms.locator("circle").count() == 4  # one point per arm
+    lanes = page.locator("#lanes svg.chart")
+    assert lanes.count() == 1 and lanes.first.locator("rect").count() > 10
+    legend = lanes.first.text_content() or ""
+    assert "git" in legend and "hg" in legend
+
+    # Every row is a cell and a square of a grid.
+    every = sorted(r["cell_id"] for r in rows)
+    assert visible_cells(page) == every
+    assert page.locator("a.sq").count() == len(rows)
+
+    # Filters hide cells (and squares) that do not match, and Show all brings them back.
+    page.select_option("select[data-filter=arm]", "gold")
+    gold = sorted(r["cell_id"] for r in rows if r["arm"] == "gold")
+    assert visible_cells(page) == gold and len(gold) == 4
+    assert page.locator("#cell-fix-add-noop-r1").is_hidden()
+    assert page.locator("a.sq:visible").count() == 4
+    assert page.inner_text("#filter-count") == f"4 of {len(rows)} cells"
+    page.select_option("select[data-filter=arm]", "")
+    page.select_option("select[data-filter=outcome]", "negative")
+    negative = sorted(r["cell_id"] for r in rows if r["status"] == "ran" and r["counted"]
+                      and not r["resolved"])
+    assert visible_cells(page) == negative and len(negative) == 8
+    page.select_option("select[data-filter=task]", "fix-add-again")
+    assert visible_cells(page) == [c for c in negative if c.startswith("fix-add-again-")]
+    assert page.locator("tr[data-task=fix-add]").is_hidden()
+    page.click("#filter-reset")
+    assert visible_cells(page) == every
+
+    # A square opens its cell; the vandal's file name and text show as text.
+    page.click("a.sq[href='#cell-fix-add-vandal-r1']")
+    cell = page.locator("#cell-fix-add-vandal-r1")
+    assert cell.get_attribute("open") is not None
+    shown = cell.inner_text()
+    assert HOSTILE_NAME in shown and HOSTILE_TEXT in shown
+    assert page.locator("img, textarea").count() == 0
+    assert page.locator("script").count() == 1
+    assert cell.locator("pre.diff .d-add").count() >= 1
+    assert cell.locator("pre.diff .d-header").count() >= 1
+    page.click("a.sq[href='#cell-task_loop-hg-r1']")
+    assert page.locator("#cell-task_loop-hg-r1 table.steps").is_visible()
+    assert_loads_cleanly(browser, report)
+
+    page.click("#close-all")
+    page.goto(report.as_uri())
+    keep_screenshot(page, tmp_path, "report.png")
+
+
+@pytest.mark.cli
+def test_an_agent_cell_shows_its_transcript_as_turns(
+    pytester: pytest.Pytester, browser: Browser, tmp_path: Path, claude_cli: Path,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real CLI against the fake API: its transcript artifact becomes turns
+    with the tool call, its trimmed result and the tokens of each turn."""
+    monkeypatch.setenv("WFBENCH_ANTHROPIC_API_KEY", f"sk-ant-test-{secrets.token_hex(16)}")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    fix = tool_use("Bash", {"command": "sed -i 's/a - b/a + b/' calc.py && echo "
+                            f"'{HOSTILE_TEXT}'", "description": "fix add"})
+    script: list[Any] = [turn(fix, usage=Usage(1000, 50, 200, 300)),
+                         turn("Fixed add().", usage=Usage(1200, 60, 0, 1500))]
+    suite = write_suite(pytester.path, arms=["baseline", "gold"])
+    with FakeAnthropic(script) as api:
+        result = pytester.runpytest_subprocess(*suite.args(
+            "--wfbench-model", MODEL, "--wfbench-base-url", api.base_url,
+            "--wfbench-claude", str(claude_cli)))
+    result.assert_outcomes(passed=2)
+    report = suite.out / "report.html"
+    page = browser.open(report)
+    assert_loads_cleanly(browser, report)
+    page.click("a.sq[href='#cell-fix-add-baseline-r1']")
+    cell = page.locator("#cell-fix-add-baseline-r1")
+    assistant = cell.locator(".turn.assistant")
+    assert assistant.count() == 2
+    assert "in 1,000 · cache w 200 · cache r 300 · out 50" in assistant.first.inner_text()
+    assert "in 1,200 · cache w 0 · cache r 1,500 · out 60" in assistant.nth(1).inner_text()
+    assert cell.locator(".tool-use .tool").first.inner_text() == "Bash"
+    result_block = cell.locator("details.tool-result").first
+    result_block.locator("summary").click()
+    assert HOSTILE_TEXT in result_block.inner_text()
+    assert "Fixed add()." in assistant.nth(1).inner_text()
+    # cost against resolve rate, with the CLI's cost on x
+    assert "against median cost (USD)" in page.inner_text("#plots")
+    assert page.locator("script").count() == 1
+    assert_loads_cleanly(browser, report)
+    keep_screenshot(page, tmp_path, "report-agent.png")
