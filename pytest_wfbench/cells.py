@@ -64,14 +64,27 @@ class Cell:
     def prompt_text(self) -> str:
         return self.task.prompt
 
+    @property
+    def noop_resolves(self) -> bool:
+        """A noop cell that must resolve: a review task's clean control, whose right
+        review is noop's empty approval (every other noop cell is strict xfail)."""
+        labels = self.task.oracle.review
+        return self.arm.kind == "noop" and labels is not None and labels.clean_control
+
     def skip_reason(self, include_expensive: bool,
                     unavailable: dict[str, str | None]) -> str | None:
         """Why this cell cannot run in this sweep, or None when it can.
         ``unavailable`` maps an agent kind to why it cannot run here."""
         if self.task.expensive and not include_expensive:
             return "expensive task: pass --wfbench-include-expensive to run it"
-        if self.arm.kind == "gold" and self.task.gold is None:
+        if self.arm.kind == "gold" and self.task.gold is None and not self.task.is_review:
             return f"task {self.task.id!r} has no gold patch"
+        if self.task.is_review and self.arm.changes_workspace:
+            return (f"arm {self.arm.name!r} has phases that must change the workspace; "
+                    f"task {self.task.id!r} is a review task (its workspace is read-only)")
+        if self.arm.reviews and not self.task.is_review:
+            return (f"arm {self.arm.name!r} reviews a change; task {self.task.id!r} is not a "
+                    "review task")
         reason = unavailable.get(self.arm.kind)
         if self.arm.is_agent and reason:
             return f"arm {self.arm.name!r} cannot run here: {reason}"
@@ -194,3 +207,12 @@ def test_cell(wfbench_row: Row) -> None:
     if not wfbench_row.resolved:
         raise CellUnresolved(f"{wfbench_row.cell_id}: {wfbench_row.error_kind}: "
                              f"{wfbench_row.error_detail}")
+
+
+def test_review(wfbench_review_row: Row) -> None:
+    """A review cell passes when its review matches the task's hidden labels: no
+    false positive, no false negative, the right verdict (review/score.py)."""
+    __tracebackhide__ = True
+    if not wfbench_review_row.resolved:
+        raise CellUnresolved(f"{wfbench_review_row.cell_id}: {wfbench_review_row.error_kind}: "
+                             f"{wfbench_review_row.error_detail}")

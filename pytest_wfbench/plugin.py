@@ -33,6 +33,9 @@ from pytest_wfbench.report import (
     trust_sections,
     unusable_lines,
 )
+from pytest_wfbench.review import fixtures as review_fixtures
+from pytest_wfbench.review.quality import review_quality_section
+from pytest_wfbench.review.sweep import check_review_changes
 from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, preflight
 from pytest_wfbench.store import (
@@ -55,7 +58,7 @@ NOT_RUN = "not run: the sweep stopped before this cell"
 SUMMARY_KEY = pytest.StashKey[Summary]()
 ROWS_KEY = pytest.StashKey[list[dict[str, Any]]]()
 SELECTED_KEY = pytest.StashKey[dict[str, str]]()
-CELL_ID_RE = re.compile(r"::test_(?:cell|scenario)\[(?P<cell>[^\]]+)\]$")
+CELL_ID_RE = re.compile(r"::test_(?:cell|scenario|review)\[(?P<cell>[^\]]+)\]$")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -105,6 +108,11 @@ def pytest_configure(config: pytest.Config) -> None:
                                     f"cannot be used here: {unlayered}")
         # Built before any cell, once per machine: no cell pays for it.
         sweep.bytecode()
+        try:
+            check_review_changes(sweep)
+        except TaskFileError as error:
+            sweep.finish()
+            raise pytest.UsageError(f"wfbench: {error}") from error
     if is_controller(config) and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(sweep), "wfbench-xdist")
         _steal_work_by_default(config)
@@ -116,6 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SELECTED_KEY] = {}
     config.pluginmanager.register(fixtures, "wfbench-fixtures")
     config.pluginmanager.register(lane_fixtures, "wfbench-lane-fixtures")
+    config.pluginmanager.register(review_fixtures, "wfbench-review-fixtures")
     config.pluginmanager.register(SweepHooks(sweep), "wfbench-sweep")
 
 
@@ -164,7 +173,9 @@ class WfbenchFile(pytest.Module):
     def collect(self) -> Any:
         sweep = self.config.stash[SWEEP_KEY]
         path = self.path.resolve()
-        wanted = {"test_cell": bool(sweep.cells.get(path)),
+        found = sweep.cells.get(path, [])
+        wanted = {"test_cell": any(not cell.task.is_review for cell in found),
+                  "test_review": any(cell.task.is_review for cell in found),
                   "test_scenario": bool(sweep.scenario_cells.get(path))}
         return [node for node in super().collect()
                 if wanted.get(getattr(node, "originalname", node.name), False)]
@@ -204,8 +215,10 @@ class SweepHooks:
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         path = metafunc.definition.path.resolve()
         found: list[AnyCell]
-        if metafunc.function is cells.test_cell:
-            found = list(self.sweep.cells.get(path, []))
+        if metafunc.function in (cells.test_cell, cells.test_review):
+            reviews = metafunc.function is cells.test_review
+            found = [cell for cell in self.sweep.cells.get(path, [])
+                     if cell.task.is_review == reviews]
         elif metafunc.function is cells.test_scenario:
             found = list(self.sweep.scenario_cells.get(path, []))
         else:
@@ -216,7 +229,7 @@ class SweepHooks:
             reason = self.sweep.skip_reason(cell)
             if reason:
                 marks.append(pytest.mark.skip(reason=reason))
-            elif isinstance(cell, Cell) and cell.arm.kind == "noop":
+            elif isinstance(cell, Cell) and cell.arm.kind == "noop" and not cell.noop_resolves:
                 marks.append(pytest.mark.xfail(
                     strict=True, raises=CellUnresolved,
                     reason="noop must not resolve: a resolved noop means the oracle passes "
@@ -294,7 +307,9 @@ class SweepHooks:
         summary = summarize(agent_rows, sweep.options.baseline_arm)
         config.stash[SUMMARY_KEY] = summary
         config.stash[ROWS_KEY] = rows
+        review = review_quality_section(rows)
         sections = [*trust_sections(rows), *overhead_section(rows),
+                    *(["", *review] if review else []),
                     *render_lanes(rows, read_environment(sweep.store))]
         sweep.store.write_text(REPORT, render_markdown(summary, sweep.provenance(rows), sections))
         # An UNUSABLE arm has failures, each of them a pytest error: the sweep

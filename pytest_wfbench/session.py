@@ -8,13 +8,14 @@ would have read (command plus admitted output, characters / 4).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_wfbench.cells import Cell
 from pytest_wfbench.outcomes import CellFailure, CellVerdict
-from pytest_wfbench.sandbox import Sandbox
+from pytest_wfbench.sandbox import Mount, Sandbox
 from pytest_wfbench.tasks import Limits
 from pytest_wfbench.workspace.clone import Workspace
 
@@ -41,6 +42,22 @@ class SessionResult:
     evidence_failure: tuple[str, str] | None = None
     """An evidence failure of the arm's own checks (SPEC §4), raised by the
     evidence stage after verify and the oracle have run."""
+    tool_uses: list[dict[str, Any]] = field(default_factory=list)
+    """Agent arms: every tool call the model made (``name``, ``input``), as read
+    from the harness's API proxy. Kept out of the row (inputs can be large)."""
+
+
+@dataclass(frozen=True)
+class StepAccess:
+    """What a scripted arm's steps may reach besides the defaults (a writable
+    workspace and nothing else): a review task's steps get a read-only workspace
+    and the writable folder of their review artifact."""
+
+    workspace_writable: bool = True
+    mounts: tuple[Mount, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    watch: tuple[Path, ...] = ()
+    """More writable host folders whose disk use and files are watched."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -50,11 +67,14 @@ def estimate_tokens(text: str) -> int:
 def run_script_step(
     sandbox: Sandbox, command: str, *, index: int, workspace: Workspace, home: Path,
     timeout_s: float, admitted_chars: int, network: bool, limits: Limits,
+    access: StepAccess | None = None,
 ) -> dict[str, Any]:
     """Run one step as one tool call and measure what an agent would read of it."""
-    result = sandbox.run(command, workspace=workspace.mount(), home=home, writable=True,
-                         network=network, timeout_s=timeout_s, limits=limits,
-                         watch=(workspace.files, home))
+    access = access or StepAccess()
+    result = sandbox.run(command, workspace=workspace.mount(), home=home,
+                         writable=access.workspace_writable, network=network,
+                         timeout_s=timeout_s, limits=limits, mounts=access.mounts,
+                         env=access.env, watch=(workspace.files, home, *access.watch))
     output = result.stdout + result.stderr
     admitted = output[:admitted_chars]
     return {
@@ -75,7 +95,7 @@ def run_script_step(
 
 def run_session(
     cell: Cell, sandbox: Sandbox, workspace: Workspace, home: Path, result: SessionResult, *,
-    admitted_chars: int,
+    admitted_chars: int, access: StepAccess | None = None,
 ) -> None:
     """Run a scripted arm to completion into ``result``; raise CellVerdict when it
     times out or goes over a limit (its failure), CellFailure when it cannot
@@ -103,7 +123,7 @@ def run_session(
                                   f"timed out after {cell.task.timeout_s:g}s before step {index}")
             step = run_script_step(sandbox, command, index=index, workspace=workspace,
                                    home=home, timeout_s=remaining, admitted_chars=admitted_chars,
-                                   network=cell.arm.network, limits=limits)
+                                   network=cell.arm.network, limits=limits, access=access)
             result.steps.append(step)
             result.tool_calls = (result.tool_calls or 0) + 1
             result.estimated_tokens = (result.estimated_tokens or 0) + step["estimated_tokens"]
