@@ -102,6 +102,17 @@ def test_a_change_that_does_not_apply_is_a_usage_error_before_any_cell(
     assert not suite.rows()
 
 
+def test_a_change_that_setup_keeps_from_applying_is_an_infra_error(
+    pytester: pytest.Pytester
+) -> None:
+    task = review_task(setup="echo 'def double(x): return x + x' > calc.py")
+    result, row = run(pytester, [write_review_step(FOUND)], tasks=[task])
+    result.assert_outcomes(errors=1)
+    assert row["error_kind"] == "infra-error" and row["counted"] is False
+    assert "the change does not apply after setup" in row["error_detail"]
+    assert row["steps"] == [] and row["review_scored"] is False
+
+
 def test_a_scripted_review_that_finds_the_planted_bug_resolves(
     pytester: pytest.Pytester
 ) -> None:
