@@ -61,9 +61,9 @@ cli: $(CLI_STAMP)
 # Scripted arms always; agent arms too when an API key and the CLI are here.
 demo: $(STAMP) sandbox vcs
 	@if [ -n "$$WFBENCH_ANTHROPIC_API_KEY$$ANTHROPIC_API_KEY" ] && [ -x $(CLI) ]; then \
-	  echo "API key and CLI found: adding the baseline, workflow and workflow_direct arms ($(DEMO_MODEL))"; \
+	  echo "API key and CLI found: adding the baseline, workflow, workflow_direct, review and review_baseline arms ($(DEMO_MODEL))"; \
 	  $(BIN)/pytest -p no:cacheprovider --wfbench-tasks tasks/demo.yaml -n 2 \
-	    --wfbench-arms gold,noop,baseline,workflow,workflow_direct --wfbench-model $(DEMO_MODEL); \
+	    --wfbench-arms gold,noop,baseline,workflow,workflow_direct,review,review_baseline --wfbench-model $(DEMO_MODEL); \
 	else \
 	  $(BIN)/pytest -p no:cacheprovider --wfbench-tasks tasks/demo.yaml -n 2 && \
 	  echo "To add agent arms: make cli; export WFBENCH_ANTHROPIC_API_KEY=...; make demo" \

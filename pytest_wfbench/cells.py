@@ -64,13 +64,26 @@ class Cell:
     def prompt_text(self) -> str:
         return self.task.prompt
 
+    @property
+    def noop_resolves(self) -> bool:
+        """A noop cell that must resolve: a review task's clean control, whose right
+        review is noop's empty approval (every other noop cell is strict xfail)."""
+        labels = self.task.oracle.review
+        return self.arm.kind == "noop" and labels is not None and labels.clean_control
+
     def skip_reason(self, include_expensive: bool) -> str | None:
         """Why this cell cannot run in this sweep, or None when it can. (Agent
         arms that cannot run here are a usage error, not skips.)"""
         if self.task.expensive and not include_expensive:
             return "expensive task: pass --wfbench-include-expensive to run it"
-        if self.arm.kind == "gold" and self.task.gold is None:
+        if self.arm.kind == "gold" and self.task.gold is None and not self.task.is_review:
             return f"task {self.task.id!r} has no gold patch"
+        if self.task.is_review and self.arm.changes_workspace:
+            return (f"arm {self.arm.name!r} has phases that must change the workspace; "
+                    f"task {self.task.id!r} is a review task (its workspace is read-only)")
+        if self.arm.reviews and not self.task.is_review:
+            return (f"arm {self.arm.name!r} reviews a change; task {self.task.id!r} is not a "
+                    "review task")
         return None
 
 
@@ -186,6 +199,15 @@ def test_scenario(wfbench_outcome: Row) -> None:
 def test_cell(wfbench_outcome: Row) -> None:
     """A cell passes when its arm resolved the task (SPEC §3: sessions completed,
     verify passed and the hidden oracle passed)."""
+    __tracebackhide__ = True
+    if not wfbench_outcome.resolved:
+        raise CellUnresolved(f"{wfbench_outcome.cell_id}: {wfbench_outcome.error_kind}: "
+                             f"{wfbench_outcome.error_detail}")
+
+
+def test_review(wfbench_outcome: Row) -> None:
+    """A review cell passes when its review matches the task's hidden labels: no
+    false positive, no false negative, the right verdict (review/score.py)."""
     __tracebackhide__ = True
     if not wfbench_outcome.resolved:
         raise CellUnresolved(f"{wfbench_outcome.cell_id}: {wfbench_outcome.error_kind}: "

@@ -124,7 +124,8 @@ def wfbench_outcome(
     row, with its own outcome (a counted evidence failure is an error again)."""
     planned = wfbench_sweep.plan().planned.get(wfbench_cell.cell_id)
     if planned is None:
-        name = "wfbench_lane_row" if isinstance(wfbench_cell, ScenarioCell) else "wfbench_row"
+        name = ("wfbench_lane_row" if isinstance(wfbench_cell, ScenarioCell) else
+                "wfbench_review_row" if wfbench_cell.task.is_review else "wfbench_row")
         measured: Row = request.getfixturevalue(name)
         return measured
     row = wfbench_sweep.replay(wfbench_cell, planned)

@@ -65,7 +65,11 @@ class OracleSnapshot:
     @classmethod
     def capture(cls, task: Task) -> OracleSnapshot:
         files = task.oracle.files
-        return cls(task.id, files, tree_digest(files) if files is not None else EMPTY_DIGEST)
+        digest = tree_digest(files) if files is not None else EMPTY_DIGEST
+        if task.oracle.review is not None:
+            # A review task's hidden labels are its oracle: part of the snapshot.
+            digest = hashlib.sha256(f"{digest}:{task.oracle.review.digest}".encode()).hexdigest()
+        return cls(task.id, files, digest)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from pytest_wfbench.aggregate import Summary, summarize
 from pytest_wfbench.lanes.report import render_lanes
 from pytest_wfbench.render.html import HtmlReport, write_html_report
 from pytest_wfbench.report import overhead_section, render_markdown, trust_sections
+from pytest_wfbench.review.quality import review_quality_section
 from pytest_wfbench.store import (
     ENVIRONMENT,
     REPORT,
@@ -149,8 +150,9 @@ def build_report(out_dir: Path, *, baseline_arm: str | None = None) -> OutDirRep
     baseline = baseline_arm if baseline_arm is not None else settings.get("baseline_arm")
     agent_rows = [r for r in rows if r.get("lane", "agent") == "agent"]
     summary = summarize(agent_rows, baseline)
+    review = review_quality_section(rows)
     sections = [*plan_section(record), *trust_sections(rows), *overhead_section(rows),
-                *render_lanes(rows, environment)]
+                *(["", *review] if review else []), *render_lanes(rows, environment)]
     facts = provenance(rows, record)
     report = OutDirReport(rows=rows, record=record, environment=environment, summary=summary,
                           provenance=facts, sections=sections)

@@ -41,6 +41,8 @@ from pytest_wfbench.report import (
     suspicious_lines,
     unusable_lines,
 )
+from pytest_wfbench.review import fixtures as review_fixtures
+from pytest_wfbench.review.sweep import check_review_changes
 from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, preflight
 from pytest_wfbench.store import (
@@ -65,7 +67,7 @@ SUMMARY_KEY = pytest.StashKey[Summary]()
 ROWS_KEY = pytest.StashKey[list[dict[str, Any]]]()
 SELECTED_KEY = pytest.StashKey[dict[str, str]]()
 HTML_KEY = pytest.StashKey[HtmlReport]()
-CELL_ID_RE = re.compile(r"::test_(?:cell|scenario)\[(?P<cell>[^\]]+)\]$")
+CELL_ID_RE = re.compile(r"::test_(?:cell|scenario|review)\[(?P<cell>[^\]]+)\]$")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -126,6 +128,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SELECTED_KEY] = {}
     config.pluginmanager.register(fixtures, "wfbench-fixtures")
     config.pluginmanager.register(lane_fixtures, "wfbench-lane-fixtures")
+    config.pluginmanager.register(review_fixtures, "wfbench-review-fixtures")
     config.pluginmanager.register(SweepHooks(sweep, cancellation), "wfbench-sweep")
 
 
@@ -141,6 +144,7 @@ def _start_controller(sweep: Sweep) -> None:
         if options.clone == "overlay" and unlayered is not None:
             raise pytest.UsageError(f"wfbench: --wfbench-clone overlay: layered workspaces "
                                     f"cannot be used here: {unlayered}")
+        check_review_changes(sweep)
     except (TaskFileError, SandboxUnavailable, OutDirError, pytest.UsageError) as error:
         remove_tree(sweep.identity.work_dir)
         if isinstance(error, pytest.UsageError):
@@ -204,7 +208,9 @@ class WfbenchFile(pytest.Module):
     def collect(self) -> Any:
         sweep = self.config.stash[SWEEP_KEY]
         path = self.path.resolve()
-        wanted = {"test_cell": bool(sweep.cells.get(path)),
+        found = sweep.cells.get(path, [])
+        wanted = {"test_cell": any(not cell.task.is_review for cell in found),
+                  "test_review": any(cell.task.is_review for cell in found),
                   "test_scenario": bool(sweep.scenario_cells.get(path))}
         return [node for node in super().collect()
                 if wanted.get(getattr(node, "originalname", node.name), False)]
@@ -245,8 +251,10 @@ class SweepHooks:
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         path = metafunc.definition.path.resolve()
         found: list[AnyCell]
-        if metafunc.function is cells.test_cell:
-            found = list(self.sweep.cells.get(path, []))
+        if metafunc.function in (cells.test_cell, cells.test_review):
+            reviews = metafunc.function is cells.test_review
+            found = [cell for cell in self.sweep.cells.get(path, [])
+                     if cell.task.is_review == reviews]
         elif metafunc.function is cells.test_scenario:
             found = list(self.sweep.scenario_cells.get(path, []))
         else:
@@ -257,7 +265,7 @@ class SweepHooks:
             reason = self.sweep.skip_reason(cell)
             if reason:
                 marks.append(pytest.mark.skip(reason=reason))
-            elif isinstance(cell, Cell) and cell.arm.kind == "noop":
+            elif isinstance(cell, Cell) and cell.arm.kind == "noop" and not cell.noop_resolves:
                 marks.append(pytest.mark.xfail(
                     strict=True, raises=CellUnresolved,
                     reason="noop must not resolve: a resolved noop means the oracle passes "

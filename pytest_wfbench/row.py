@@ -107,6 +107,12 @@ class Row:
     """A reused row: the sweep it was measured in (its recorded_at is that sweep's)."""
     worker: str
     recorded_at: str
+    review_scored: bool | None = None
+    """Review tasks only (None otherwise): whether the arm's review artifact was
+    valid and scored against the task's hidden labels."""
+    review: dict[str, Any] | None = None
+    """The review's score (``ReviewScore.to_json``: counts and shares, never the
+    labels' content) when it was scored."""
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -190,6 +196,8 @@ class CellRecord:
     stage_ms: dict[str, float] = field(default_factory=dict)
     clone: str | None = None
     kept_workspace: str | None = None
+    review_scored: bool | None = None
+    review: dict[str, Any] | None = None
     row: Row | None = None
 
     def add_stage_time(self, name: str, seconds: float) -> None:
@@ -206,6 +214,8 @@ class CellRecord:
             return False, self.failure_kind, self.failure_detail
         if not self.session_completed:
             return False, "infra-error", "the cell ended before its session completed"
+        if self.review_scored is not None:
+            return self._review_outcome()
         if self.verify_passed is not True:
             kind = "step-failed" if self.lane == "tool-cost" else "verify-failed"
             return False, kind, self.verify_detail
@@ -221,6 +231,16 @@ class CellRecord:
                                          f"(--wfbench-suspicious fail): "
                                          f"{'; '.join(self.suspicious)}")
         return True, None, None
+
+    def _review_outcome(self) -> tuple[bool, str | None, str | None]:
+        """A review cell has no verify and no oracle command: it is resolved when
+        its scored review matches the hidden labels (review/score.py)."""
+        if not self.review_scored or self.review is None:
+            return False, "harness-error", "the review cell ended without a score"
+        if self.review.get("resolved") is True:
+            return True, None, None
+        return False, "oracle-failed", (self.oracle_detail or
+                                        "the review does not match the hidden labels")
 
 
 def utc_now() -> str:
@@ -308,5 +328,6 @@ def make_row(
             duration_s - (record.session_duration_s or 0.0), 3),
         clone=record.clone, kept_workspace=record.kept_workspace,
         identity=dict(identity or {}), reused=False, reused_from=None, worker=worker,
-        recorded_at=utc_now(),
+        recorded_at=utc_now(), review_scored=record.review_scored,
+        review=None if record.review is None else dict(record.review),
     )

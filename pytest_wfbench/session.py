@@ -7,7 +7,9 @@ would have read (command plus admitted output, characters / 4).
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,22 @@ class SessionResult:
     evidence_failure: tuple[str, str] | None = None
     """An evidence failure of the arm's own checks (SPEC §4), raised by the
     evidence stage after verify and the oracle have run."""
+    tool_uses: list[dict[str, Any]] = field(default_factory=list)
+    """Agent arms: every tool call the model made (``name``, ``input``), as read
+    from the harness's API proxy. Kept out of the row (inputs can be large)."""
+
+
+@dataclass(frozen=True)
+class StepAccess:
+    """What a scripted arm's steps may reach besides the defaults (a writable
+    workspace and nothing else): a review task's steps get a read-only workspace
+    and the writable folder of their review artifact."""
+
+    workspace_writable: bool = True
+    mounts: tuple[Mount, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    watch: tuple[Path, ...] = ()
+    """More writable host folders whose disk use and files are watched."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -51,12 +69,14 @@ def estimate_tokens(text: str) -> int:
 def run_script_step(
     sandbox: Sandbox, command: str, *, index: int, workspace: Workspace, home: Path,
     timeout_s: float, admitted_chars: int, network: bool, limits: Limits,
-    mounts: tuple[Mount, ...] = (),
+    access: StepAccess | None = None,
 ) -> dict[str, Any]:
     """Run one step as one tool call and measure what an agent would read of it."""
-    result = sandbox.run(command, workspace=workspace.mount(), home=home, writable=True,
-                         network=network, timeout_s=timeout_s, limits=limits,
-                         watch=(workspace.files, home), mounts=mounts)
+    access = access or StepAccess()
+    result = sandbox.run(command, workspace=workspace.mount(), home=home,
+                         writable=access.workspace_writable, network=network,
+                         timeout_s=timeout_s, limits=limits, mounts=access.mounts,
+                         env=access.env, watch=(workspace.files, home, *access.watch))
     output = result.stdout + result.stderr
     admitted = output[:admitted_chars]
     return {
@@ -77,7 +97,7 @@ def run_script_step(
 
 def run_session(
     cell: Cell, sandbox: Sandbox, workspace: Workspace, home: Path, result: SessionResult, *,
-    admitted_chars: int,
+    admitted_chars: int, access: StepAccess | None = None,
 ) -> None:
     """Run a scripted arm to completion into ``result``; raise CellVerdict when it
     times out or goes over a limit (its failure), CellFailure when it cannot
@@ -100,8 +120,11 @@ def run_session(
         deadline = started + cell.task.timeout_s
         # Skills under test, as for agent arms: read-only during the steps.
         skills = (fingerprint(workspace.files) if cell.arm.skills is not None else None)
-        mounts = ((read_only_mount(workspace.files, sandbox.workspace_path(workspace.mount())),)
-                  if cell.arm.skills is not None else ())
+        access = access or StepAccess()
+        if skills is not None:
+            skills_mount = read_only_mount(workspace.files,
+                                           sandbox.workspace_path(workspace.mount()))
+            access = dataclasses.replace(access, mounts=(*access.mounts, skills_mount))
         for index, command in enumerate(cell.arm.steps):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -109,7 +132,7 @@ def run_session(
                                   f"timed out after {cell.task.timeout_s:g}s before step {index}")
             step = run_script_step(sandbox, command, index=index, workspace=workspace,
                                    home=home, timeout_s=remaining, admitted_chars=admitted_chars,
-                                   network=cell.arm.network, limits=limits, mounts=mounts)
+                                   network=cell.arm.network, limits=limits, access=access)
             result.steps.append(step)
             result.tool_calls = (result.tool_calls or 0) + 1
             result.estimated_tokens = (result.estimated_tokens or 0) + step["estimated_tokens"]

@@ -18,10 +18,10 @@ from pytest_wfbench.review.change import (
     merge_ranges,
     parse_change,
 )
-from pytest_wfbench.tasks import load_task_file
+from pytest_wfbench.tasks import Task, load_task_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEMO_REVIEW = REPO_ROOT / "tasks" / "demo-review.yaml"
+DEMO = REPO_ROOT / "tasks" / "demo.yaml"
 TEXTSTATS = REPO_ROOT / "tasks" / "repos" / "textstats"
 
 
@@ -258,9 +258,13 @@ def test_a_change_that_does_not_apply_gives_gits_reason(tmp_path: Path) -> None:
         check_change_applies(tree, patch)
 
 
+def _demo_review_tasks() -> list[Task]:
+    return [task for task in load_task_file(DEMO).tasks if task.is_review]
+
+
 def test_demo_review_changes_parse_and_apply_to_textstats(tmp_path: Path) -> None:
     tree = _repo(tmp_path, TEXTSTATS)
-    tasks = load_task_file(DEMO_REVIEW).tasks
+    tasks = _demo_review_tasks()
     assert [task.id for task in tasks] == ["review-stop-words", "review-top-words-doc"]
     for task in tasks:
         assert task.change is not None
@@ -270,7 +274,7 @@ def test_demo_review_changes_parse_and_apply_to_textstats(tmp_path: Path) -> Non
 
 
 def test_demo_planted_bug_label_points_into_its_change(tmp_path: Path) -> None:
-    (task, _) = load_task_file(DEMO_REVIEW).tasks
+    (task, _) = _demo_review_tasks()
     assert task.change is not None and task.oracle.review is not None
     changed = parse_change(task.change.read_bytes()).changed_ranges
     (label,) = task.oracle.review.findings
@@ -348,7 +352,7 @@ def _run_python(tree: Path, code: str) -> str:
 def test_demo_changes_pass_their_own_tests_and_the_planted_bug_is_real(tmp_path: Path) -> None:
     import sys
 
-    bug, clean = load_task_file(DEMO_REVIEW).tasks
+    bug, clean = _demo_review_tasks()
     for task in (bug, clean):
         assert task.change is not None
         tree = _repo(tmp_path / task.id, TEXTSTATS)

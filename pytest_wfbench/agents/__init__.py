@@ -4,7 +4,7 @@ the built-in agent arm presets (SPEC §4)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +25,12 @@ WORK_PROMPT = (
 )
 DIRECT_PROMPT = ("Invoke the {skill} skill with the Skill tool and use it to complete the task "
                  "below.\n\nTask:\n{task}")
+# Review arms (docs/review.md): {task} is the review task's text, with the change's
+# purpose and the artifact contract (review/session.py). The workspace is
+# read-only; Write is for the review artifact, outside it.
+REVIEW_PROMPT = ("Invoke the {skill} skill with the Skill tool and use it to review the change "
+                 "below.\n\n{task}")
+REVIEW_TOOLS = ("Bash", "Read", "Glob", "Grep", "Write")
 
 
 def _phase(name: str, template: str, role: str, skill: str | None) -> PhaseSpec:
@@ -47,6 +53,18 @@ def _direct(name: str, work_skill: str, *, plugin: bool, description: str) -> Ar
 
 
 BASELINE_TOOLS = ("Bash", "Edit", "Write", "Read", "Glob", "Grep")
+
+
+def _review(name: str, skill: str | None, *, plugin: bool, description: str) -> ArmDefinition:
+    if skill is None:
+        phase = PhaseSpec(name="review", prompt=TASK_ONLY, allowed_tools=REVIEW_TOOLS,
+                          disallowed_tools=("Skill",))
+    else:
+        phase = replace(_phase("review", REVIEW_PROMPT, "session", skill),
+                        allowed_tools=(*REVIEW_TOOLS, "Skill"))
+    return ArmDefinition(name=name, kind="claude", description=description, plugin=plugin,
+                         reviews=True, phases=(phase,))
+
 PRESETS: dict[str, ArmDefinition] = {
     "baseline": ArmDefinition(
         name="baseline", kind="claude", description="one session, the task prompt, no skills",
@@ -67,6 +85,13 @@ PRESETS: dict[str, ArmDefinition] = {
                              description="the workflow arm with the external plugin's skills"),
     "ce_workflow_direct": _direct("ce_workflow_direct", "{plugin}:work", plugin=True,
                                   description="the direct arm with the external plugin's skill"),
+    "review": _review("review", "review", plugin=False,
+                      description="one read-only session that must invoke the review skill"),
+    "review_baseline": _review("review_baseline", None, plugin=False,
+                               description="the review prompt, read-only, the Skill tool "
+                                           "disallowed"),
+    "ce_review": _review("ce_review", "{plugin}:review", plugin=True,
+                         description="the review arm with the external plugin's skill"),
 }
 
 
@@ -102,6 +127,12 @@ class PhaseRun:
     proxy: ApiProxy | None = None
     """The harness-side API proxy: the session gets a token for it, never the key."""
     limits: Limits = field(default_factory=Limits)
+    workspace_writable: bool = True
+    """False for a review task: the workspace is read-only for the whole session."""
+    watch: tuple[Path, ...] = ()
+    """Writable host folders besides the workspace and HOME whose disk use is watched."""
+    add_dirs: tuple[str, ...] = ()
+    """Folders outside the workspace the CLI may work in (``--add-dir``)."""
 
 
 @dataclass
@@ -127,6 +158,9 @@ class PhaseReport:
     transcript_cut: bool = False
     skills_invoked: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    tool_uses: list[dict[str, Any]] = field(default_factory=list)
+    """Every tool call the model made (``name``, ``input``), from the API proxy's
+    record; not in :meth:`to_json` (a Write's input holds whole files)."""
 
     def to_json(self) -> dict[str, Any]:
         return {

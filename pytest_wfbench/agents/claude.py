@@ -129,6 +129,8 @@ class ClaudeCodeAdapter:
             argv += ["--mcp-config", json.dumps({"mcpServers": servers})]
         for plugin_dir in run.plugin_dirs:
             argv += ["--plugin-dir", plugin_dir]
+        for folder in run.add_dirs:
+            argv += ["--add-dir", folder]
         return argv
 
     def run_phase(self, run: PhaseRun) -> PhaseReport:
@@ -162,9 +164,10 @@ class ClaudeCodeAdapter:
                 env["ANTHROPIC_BASE_URL"] = settings.base_url
         env.update(run.env)
         result = run.sandbox.run(
-            command, workspace=run.workspace.mount(), home=run.home, writable=True,
-            network=network, timeout_s=run.timeout_s, env=env, mounts=tuple(mounts),
-            stdin=run.prompt.encode(), limits=run.limits, watch=(run.workspace.files, run.home),
+            command, workspace=run.workspace.mount(), home=run.home,
+            writable=run.workspace_writable, network=network, timeout_s=run.timeout_s, env=env,
+            mounts=tuple(mounts), stdin=run.prompt.encode(), limits=run.limits,
+            watch=(run.workspace.files, run.home, *run.watch),
         )
         report = PhaseReport(name=run.phase.name, completed=False)
         if result.limit_hit is not None:
@@ -198,6 +201,7 @@ class ClaudeCodeAdapter:
             report.details["transcript_skills"] = report.skills_invoked
             report.skills_invoked = log.skills_invoked()
             report.details["proxied_requests"] = log.requests
+            report.tool_uses = [dict(use) for use in log.tool_uses.values()]
         if data.get("is_error") or result.returncode != 0:
             report.error = _cli_reason(data, result.returncode)
         else:

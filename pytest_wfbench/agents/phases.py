@@ -43,6 +43,15 @@ class AgentCell:
     proxy: ApiProxy | None = None
     limits: Limits = field(default_factory=Limits)
     bounds: TreeBounds = field(default_factory=TreeBounds)
+    task_prompt: str | None = None
+    """What ``{task}`` stands for in the phases' prompts; None: the task's prompt."""
+    workspace_writable: bool = True
+    """False for a review task: the workspace is read-only for every phase."""
+    mounts: tuple[Mount, ...] = ()
+    """More host folders for every phase (a review task's artifact folder)."""
+    env: tuple[tuple[str, str], ...] = ()
+    add_dirs: tuple[str, ...] = ()
+    """Sandbox folders outside the workspace the CLI may work in."""
 
 
 def phase_changes(before: dict[str, str], after: dict[str, str]) -> dict[str, str]:
@@ -91,7 +100,8 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Workspace, home: Path
             skill = phase.skill.replace("{plugin}", plugin_name) if phase.skill else None
             prompt = (phase.prompt.replace("{plugin}", plugin_name)
                       .replace("{plan}", plan_path or "(no plan document)")
-                      .replace("{task}", cell.task.prompt))
+                      .replace("{task}", agent.task_prompt if agent.task_prompt is not None
+                               else cell.task.prompt))
             before = (workspace_changes(agent.template, workspace, agent.scratch, agent.bounds,
                                         exclude)
                       if phase.role in ("plan", "work") else {})
@@ -101,9 +111,12 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Workspace, home: Path
             report = adapter.run_phase(PhaseRun(
                 phase=phase, prompt=prompt, sandbox=sandbox, workspace=workspace, home=home,
                 timeout_s=cell.task.timeout_s, settings=agent.settings, proxy=agent.proxy,
-                mounts=(*mounts, *extra),
+                mounts=(*mounts, *agent.mounts, *extra),
                 plugin_dirs=(*plugin_dirs, *(sandbox.mount_path(m) for m in extra)),
-                minimal=cell.arm.minimal, limits=agent.limits,
+                minimal=cell.arm.minimal, limits=agent.limits, env=dict(agent.env),
+                workspace_writable=agent.workspace_writable,
+                watch=tuple(mount.host for mount in agent.mounts if mount.writable),
+                add_dirs=agent.add_dirs,
             ))
             _account(result, report, agent, cell, skill)
             if report.limit_hit is not None:
@@ -166,6 +179,7 @@ def _account(result: SessionResult, report: PhaseReport, agent: AgentCell, cell:
         result.artifacts.append(name)
         entry["transcript"] = name
     result.phases.append(entry)
+    result.tool_uses.extend(report.tool_uses)
     if report.session_id:
         result.session_ids.append(report.session_id)
     result.num_turns = (result.num_turns or 0) + report.num_turns

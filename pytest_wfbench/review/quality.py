@@ -1,12 +1,12 @@
 """The report's "Review quality" section, from rows. Pure.
 
 A review task's row carries ``review_scored`` (whether its artifact was valid and
-scored) and, when scored, ``review``: the :meth:`ReviewScore.to_json` of its
+scored; null in other rows) and, when scored, ``review``: the :meth:`ReviewScore.to_json` of its
 score. Per (task, arm), the section gives medians over scored rows only, the
 worst run's blocker recall, and verdict and clean-control results that hold only
 if they hold in every scored run; it shows how many rows were scored, so runs
 that could not be scored never quietly improve an arm's figures. Rows without
-``review_scored`` are not review rows and are ignored.
+``review_scored`` (or with it null) are not review rows and are ignored.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class ReviewQuality:
 
 
 def is_review_row(row: Row) -> bool:
-    return "review_scored" in row
+    return row.get("review_scored") is not None
 
 
 def _score(row: Row) -> Mapping[str, Any] | None:

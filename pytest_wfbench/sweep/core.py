@@ -84,12 +84,15 @@ class Sweep:
                                             options.random_seed)
             for task_file in self.task_files
         }
-        digests: dict[Path | None, OracleSnapshot] = {}
+        digests: dict[tuple[Path | None, str | None], OracleSnapshot] = {}
         self.oracles: dict[str, OracleSnapshot] = {}
         for task_file in self.task_files:
             for task in task_file.tasks:
-                # Tasks often share an oracle folder: digest each folder once.
-                known = digests.get(task.oracle.files)
+                # Tasks often share an oracle folder: digest each folder once
+                # (with a review task's labels, which are part of its oracle).
+                key = (task.oracle.files, task.oracle.review.digest if task.oracle.review
+                       else None)
+                known = digests.get(key)
                 try:
                     snapshot = (OracleSnapshot(task.id, known.files, known.digest) if known
                                 else OracleSnapshot.capture(task))
@@ -97,7 +100,7 @@ class Sweep:
                     raise TaskFileError(task.source, task.line, f"the oracle files cannot be "
                                         f"read: {error}", task=task.id,
                                         field="oracle.files") from error
-                digests[task.oracle.files] = snapshot
+                digests[key] = snapshot
                 self.oracles[task.id] = snapshot
         self.redactor = Redactor.from_environment(options.secret_env)
         self.store = ResultsStore(identity.out_dir, self.redactor)

@@ -261,10 +261,18 @@ class ArmDefinition:
     """The CLI's minimal mode (``--bare``): no skills, plugins or MCP servers."""
     network: bool = False
     """Whether a script arm's steps may use the network (agent sessions always do)."""
+    reviews: bool = False
+    """Made for review tasks (the review presets): its cells on change tasks are skips."""
 
     @property
     def is_agent(self) -> bool:
         return bool(self.phases)
+
+    @property
+    def changes_workspace(self) -> bool:
+        """Whether a phase must change the workspace (plan, work): impossible on a
+        review task, whose workspace is read-only."""
+        return any(phase.role in ("plan", "work") for phase in self.phases)
 
 
 @dataclass(frozen=True)
