@@ -24,12 +24,13 @@ import pytest
 
 from pytest_wfbench.agents.phases import AgentCell, run_agent_arm, token_totals
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
-from pytest_wfbench.control.stop import stop_of
+from pytest_wfbench.control.budget import row_cost
+from pytest_wfbench.control.stop import BUDGET, request_stop, stop_of
 from pytest_wfbench.git import GitError
 from pytest_wfbench.judge.suspicion import changed_paths, scan_patch
 from pytest_wfbench.oracle import OracleResult, run_oracle
 from pytest_wfbench.outcomes import ERROR_KINDS, CellFailure, CellVerdict
-from pytest_wfbench.row import CellRecord, Row
+from pytest_wfbench.row import CellRecord, Row, utc_now
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.session import SessionResult, run_session
 from pytest_wfbench.skills import SKILLS_DIR, install_skills
@@ -63,6 +64,8 @@ def stage(record: CellRecord, name: str, default_kind: str = "infra-error") -> I
     no known kind is a harness bug: ``harness-error``. Its time goes into the
     record's stage times."""
     started = time.monotonic()
+    if record.progress is not None:
+        record.progress(name)
     try:
         yield
     except CellVerdict as verdict:
@@ -143,17 +146,28 @@ def wfbench_record(
     """The cell's record; its teardown writes the row and the junit properties.
     No cell starts once the sweep is stopped (a signal, the outage breaker, the
     cost budget): it is a skip with the reason."""
-    stop = stop_of(wfbench_sweep.identity.work_dir)
+    sweep, cell_id = wfbench_sweep, wfbench_cell.cell_id
+    stop = stop_of(sweep.identity.work_dir)
     if stop is not None:
         pytest.skip(stop.skip_reason)
-    record = CellRecord(cell_id=wfbench_cell.cell_id, started=time.monotonic(),
-                        suspicious_fails=wfbench_sweep.options.suspicious == "fail")
+    if sweep.ledger is not None:
+        refused = sweep.ledger.admit(cell_id, wfbench_cell.arm_name)
+        if refused is not None:
+            pytest.skip(request_stop(sweep.identity.work_dir, BUDGET, refused).skip_reason)
+    record = CellRecord(cell_id=cell_id, started=time.monotonic(),
+                        started_at=utc_now("milliseconds"),
+                        suspicious_fails=sweep.options.suspicious == "fail",
+                        progress=lambda name: sweep.stages.stage(cell_id, name))
     request.node.stash[RECORD_KEY] = record
     try:
         yield record
     finally:
-        row = wfbench_sweep.record_row(wfbench_cell, record, time.monotonic() - record.started)
+        row = sweep.record_row(wfbench_cell, record, time.monotonic() - record.started)
         request.node.user_properties.extend(row.properties())
+        sweep.stages.done(cell_id)
+        if sweep.ledger is not None:
+            sweep.ledger.settle(cell_id, wfbench_cell.arm_name,
+                                row_cost(row.to_json(), sweep.prices))
 
 
 @pytest.fixture
@@ -246,6 +260,7 @@ def wfbench_session(
                 record.model = sweep.agent_settings.model
                 record.effort = sweep.agent_settings.effort
                 agent = AgentCell(
+                    progress=record.progress,
                     settings=sweep.agent_settings, plugin=sweep.plugin,
                     template=wfbench_template, scratch=wfbench_setup.root, store=sweep.store,
                     skills_fingerprint=record.skills_fingerprint, proxy=sweep.api_proxy(),

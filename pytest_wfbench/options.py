@@ -59,6 +59,13 @@ REUSE_HELP = ("an earlier sweep's out dir: comparator arms' admissible rows of t
               "identity are reused instead of paid for again (one canary cell per arm runs)")
 REUSE_MAX_AGE_HELP = "reuse only rows younger than this many days (default 7)"
 FRESH_ARMS_HELP = "comma-separated arms that always run, never reused (candidate arms never are)"
+MAX_COST_HELP = ("cost budget in USD: once recorded cost plus the expected cost of the running "
+                 "cells (and of the next) would pass it, no new cell starts")
+PRICES_HELP = ("a JSON price table (model -> input, output, cache_write, cache_read, USD per "
+               "million tokens) extending the shipped one; repeatable")
+PRICES_INI_HELP = "prices, one model per line: 'model input output cache_write cache_read'"
+OUTAGE_HELP = ("stop starting cells after this many systemic failures in a row (session, infra, "
+               "cleanup, review-evidence errors); 0 disables (default 5)")
 SUSPICIOUS_HELP = ("a resolved cell whose patch reaches into its judges: 'flag' (default: "
                    "resolved, listed as suspicious) or 'fail' (counted as unresolved)")
 
@@ -97,6 +104,10 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--wfbench-reuse", metavar="DIR", help=REUSE_HELP)
     group.addoption("--wfbench-reuse-max-age", metavar="DAYS", help=REUSE_MAX_AGE_HELP)
     group.addoption("--wfbench-fresh-arms", metavar="A,B", help=FRESH_ARMS_HELP)
+    group.addoption("--wfbench-max-cost", metavar="USD", help=MAX_COST_HELP)
+    group.addoption("--wfbench-prices", action="append", default=[], metavar="FILE",
+                    help=PRICES_HELP)
+    group.addoption("--wfbench-outage-streak", metavar="N", help=OUTAGE_HELP)
     group.addoption("--wfbench-clone", choices=("auto", "overlay", "copy"), help=CLONE_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
@@ -112,6 +123,9 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("wfbench_suspicious", SUSPICIOUS_HELP)
     parser.addini("wfbench_cache_dir", CACHE_DIR_HELP)
     parser.addini("wfbench_clone", CLONE_HELP)
+    parser.addini("wfbench_max_cost", MAX_COST_HELP)
+    parser.addini("wfbench_prices", PRICES_INI_HELP, type="linelist", default=[])
+    parser.addini("wfbench_outage_streak", OUTAGE_HELP)
     parser.addini("wfbench_random_seed", SEED_HELP)
 
 
@@ -214,7 +228,39 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         reuse_max_age_days=_positive_number(config, "reuse_max_age", 7.0),
         fresh_arms=tuple(a.strip() for a in (config.getoption("wfbench_fresh_arms") or "")
                          .split(",") if a.strip()),
+        max_cost_usd=_max_cost(config),
+        price_files=tuple((root / p).resolve() for p in config.getoption("wfbench_prices")),
+        price_lines=tuple(config.getini("wfbench_prices")),
+        outage_streak=_whole_number(config, "outage_streak", 5),
     )
+
+
+def _max_cost(config: pytest.Config) -> float | None:
+    raw = _setting(config, "max_cost")
+    if raw is None:
+        return None
+    try:
+        value = float(str(raw).lstrip("$"))
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise pytest.UsageError(f"--wfbench-max-cost (or ini wfbench_max_cost) must be a "
+                                f"positive amount of USD, got {raw!r}")
+    return value
+
+
+def _whole_number(config: pytest.Config, name: str, default: int) -> int:
+    raw = _setting(config, name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise pytest.UsageError(f"--wfbench-{name.replace('_', '-')} (or ini wfbench_{name}) "
+                                f"must be a whole number >= 0, got {raw!r}")
+    return value
 
 
 def _reuse_dir(config: pytest.Config) -> Path | None:

@@ -174,3 +174,40 @@ def write_report(store: ResultsStore, *,
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def partial_state(out_dir: Path) -> str | None:
+    """The sweep's state when its evidence is partial (cancelled, aborted, the
+    budget), with the reason; None when it is complete."""
+    record = read_json(out_dir / SWEEP) or {}
+    state = sweep_state(record)
+    if state == COMPLETE:
+        return None
+    reason = state_reason(record)
+    return STATE_LINES.get(state, state) + (f" ({reason})" if reason else "")
+
+
+def spend_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """What the sweep spent, per arm and in all: tokens, and cost where measured."""
+    per_arm: dict[str, list[float]] = {}
+    cost_known: dict[str, bool] = {}
+    for row in rows:
+        if row.get("status") != "ran" or row.get("reused"):
+            continue
+        arm = str(row.get("arm"))
+        tokens = sum(float(row.get(key) or 0) for key in (
+            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+            "output_tokens"))
+        totals = per_arm.setdefault(arm, [0.0, 0.0])
+        totals[0] += tokens
+        if row.get("cost_usd") is not None:
+            totals[1] += float(row["cost_usd"])
+            cost_known[arm] = True
+    if not any(tokens for tokens, _ in per_arm.values()):
+        return []
+    parts = [f"{arm} {tokens:,.0f} tokens" + (f" ${cost:,.4f}" if cost_known.get(arm) else "")
+             for arm, (tokens, cost) in sorted(per_arm.items())]
+    total_tokens = sum(tokens for tokens, _ in per_arm.values())
+    total_cost = sum(cost for _, cost in per_arm.values())
+    return [f"wfbench spend: {'; '.join(parts)}; sweep {total_tokens:,.0f} tokens "
+            f"${total_cost:,.4f}"]

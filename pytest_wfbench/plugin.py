@@ -19,6 +19,7 @@ import pytest
 from pytest_wfbench import __version__, cells, fixtures
 from pytest_wfbench.aggregate import Summary
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
+from pytest_wfbench.control.hooks import ControlHooks
 from pytest_wfbench.control.signals import Cancellation, register_worker
 from pytest_wfbench.control.start import (
     close_session,
@@ -26,6 +27,7 @@ from pytest_wfbench.control.start import (
     prepare_plan,
     resumed_sweep_id,
 )
+from pytest_wfbench.control.stop import ABORTED as STOP_ABORTED
 from pytest_wfbench.control.stop import CANCELLED as STOP_CANCELLED
 from pytest_wfbench.control.stop import request_stop, stop_of
 from pytest_wfbench.fixtures import RECORD_KEY, REPLAYED_KEY, SWEEP_KEY
@@ -33,7 +35,7 @@ from pytest_wfbench.lanes import fixtures as lane_fixtures
 from pytest_wfbench.lanes.report import render_lanes_terminal
 from pytest_wfbench.options import add_options, options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
-from pytest_wfbench.outdir import COMPLETE, write_report
+from pytest_wfbench.outdir import COMPLETE, partial_state, spend_lines, write_report
 from pytest_wfbench.render.html import HtmlReport
 from pytest_wfbench.report import (
     harness_error_lines,
@@ -129,6 +131,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "wfbench-fixtures")
     config.pluginmanager.register(lane_fixtures, "wfbench-lane-fixtures")
     config.pluginmanager.register(review_fixtures, "wfbench-review-fixtures")
+    if is_controller(config) and not collect_only:
+        config.pluginmanager.register(ControlHooks(sweep, config), "wfbench-control")
     config.pluginmanager.register(SweepHooks(sweep, cancellation), "wfbench-sweep")
 
 
@@ -346,7 +350,10 @@ class SweepHooks:
             stop = request_stop(sweep.identity.work_dir, STOP_CANCELLED,
                                 "the sweep was interrupted")
         close_session(sweep, stop.kind if stop is not None else COMPLETE,
-                      stop.reason if stop is not None else None)
+                      stop.reason if stop is not None else None,
+                      stop.at if stop is not None else None)
+        if stop is not None and stop.kind == STOP_ABORTED and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         report, html = write_report(sweep.store, baseline_arm=sweep.options.baseline_arm)
         config.stash[SUMMARY_KEY] = report.summary
         config.stash[ROWS_KEY] = report.rows
@@ -416,6 +423,11 @@ class SweepHooks:
                                         f"{self.sweep.identity.work_dir}):")
             for cell_id, path in kept:
                 terminalreporter.write_line(redact(f"  {cell_id}: {path}"))
+        for line in spend_lines(rows):
+            terminalreporter.write_line(redact(line))
+        state = partial_state(self.sweep.identity.out_dir)
+        if state is not None:
+            terminalreporter.write_line(redact(f"wfbench: {state}"), yellow=True, bold=True)
         out = self.sweep.identity.out_dir
         terminalreporter.write_line(f"wfbench report: {out / REPORT}")
         html = config.stash.get(HTML_KEY, None)

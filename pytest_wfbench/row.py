@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -106,6 +107,8 @@ class Row:
     reused_from: str | None
     """A reused row: the sweep it was measured in (its recorded_at is that sweep's)."""
     worker: str
+    started_at: str | None
+    """When the cell started (UTC, milliseconds); None for a cell that never ran."""
     recorded_at: str
     review_scored: bool | None = None
     """Review tasks only (None otherwise): whether the arm's review artifact was
@@ -146,6 +149,7 @@ class CellRecord:
 
     cell_id: str
     started: float
+    started_at: str | None = None
     failure_kind: str | None = None
     failure_detail: str | None = None
     skip_reason: str | None = None
@@ -196,6 +200,8 @@ class CellRecord:
     stage_ms: dict[str, float] = field(default_factory=dict)
     clone: str | None = None
     kept_workspace: str | None = None
+    progress: Callable[[str], None] | None = None
+    """Told each stage's name as it starts (the sweep's live progress)."""
     review_scored: bool | None = None
     review: dict[str, Any] | None = None
     row: Row | None = None
@@ -243,8 +249,8 @@ class CellRecord:
                                         "the review does not match the hidden labels")
 
 
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+def utc_now(timespec: str = "seconds") -> str:
+    return datetime.now(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
 def bounded(detail: str | None) -> str | None:
@@ -328,6 +334,7 @@ def make_row(
             duration_s - (record.session_duration_s or 0.0), 3),
         clone=record.clone, kept_workspace=record.kept_workspace,
         identity=dict(identity or {}), reused=False, reused_from=None, worker=worker,
-        recorded_at=utc_now(), review_scored=record.review_scored,
+        started_at=record.started_at, recorded_at=utc_now(),
+        review_scored=record.review_scored,
         review=None if record.review is None else dict(record.review),
     )

@@ -7,6 +7,7 @@ exactly one plan document and nothing else, a work phase that changes something.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ class AgentCell:
     skills_fingerprint: str | None
     """The installed skills' fingerprint, or None when the arm has no skills."""
     proxy: ApiProxy | None = None
+    progress: Callable[[str], None] | None = None
+    """Told ``session/<phase>`` as each phase starts (the sweep's live progress)."""
     limits: Limits = field(default_factory=Limits)
     bounds: TreeBounds = field(default_factory=TreeBounds)
     task_prompt: str | None = None
@@ -97,6 +100,8 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Workspace, home: Path
     plan_path: str | None = None
     try:
         for phase in cell.arm.phases:
+            if agent.progress is not None:
+                agent.progress(f"session/{phase.name}")
             skill = phase.skill.replace("{plugin}", plugin_name) if phase.skill else None
             prompt = (phase.prompt.replace("{plugin}", plugin_name)
                       .replace("{plan}", plan_path or "(no plan document)")

@@ -123,10 +123,13 @@ def open_session(sweep: Sweep, plan: Plan) -> dict[str, Any]:
     return record
 
 
-def close_session(sweep: Sweep, state: str, reason: str | None) -> None:
-    """This session's end in sweep.json: complete, cancelled or aborted."""
+def close_session(sweep: Sweep, state: str, reason: str | None,
+                  stopped_at: str | None = None) -> None:
+    """This session's end in sweep.json: complete, cancelled, aborted or stopped
+    at the budget (and when it was stopped)."""
     record = read_sweep_record(sweep.store.out_dir) or {}
     sessions = record.get("sessions") or [{}]
-    sessions[-1].update(finished_at=utc_now(), state=state, reason=reason)
+    sessions[-1].update(finished_at=utc_now(), state=state, reason=reason,
+                        stopped_at=stopped_at)
     record["sessions"] = sessions
     write_sweep_record(sweep.store, record)

@@ -26,7 +26,9 @@ from pytest_wfbench.cells import (
     expand,
     expand_scenarios,
 )
+from pytest_wfbench.control.budget import Ledger, Price, PriceError, load_prices, price_of
 from pytest_wfbench.control.plan import REUSED, Plan, Planned
+from pytest_wfbench.control.progress import StageReporter
 from pytest_wfbench.control.replay import PLAN, reused_row, row_from_json
 from pytest_wfbench.git import GitError
 from pytest_wfbench.identity import (
@@ -125,6 +127,25 @@ class Sweep:
             kind: adapter_for(kind).unavailable(self.agent_settings)
             for kind in {arm.kind for arm in agent_arms}}
         self.plugin = self._check_agent_arms(agent_arms)
+        self.prices = self._check_prices(agent_arms)
+        self.ledger = (Ledger(identity.work_dir, options.max_cost_usd)
+                       if options.max_cost_usd is not None else None)
+        self.stages = StageReporter(identity.work_dir, worker)
+
+    def _check_prices(self, arms: list[ArmDefinition]) -> dict[str, Price]:
+        """The price table; with a budget, agent sessions need their model priced."""
+        try:
+            prices = load_prices(list(self.options.price_lines), list(self.options.price_files))
+        except PriceError as error:
+            raise AgentArmError(str(error)) from error
+        model = self.options.model
+        if arms and self.options.max_cost_usd is not None and price_of(model, prices) is None:
+            raise AgentArmError(
+                f"--wfbench-max-cost needs the price of model {model!r}, which the price table "
+                "does not know: add it with the ini key wfbench_prices (a line "
+                f"'{model} <input> <output> <cache_write> <cache_read>', USD per million "
+                "tokens) or --wfbench-prices FILE")
+        return prices
 
     def _check_agent_arms(self, arms: list[ArmDefinition]) -> PluginDir | None:
         """Agent arms need a model, their skills, and a pinned plugin: checked

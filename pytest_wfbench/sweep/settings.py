@@ -55,6 +55,13 @@ class SweepOptions:
     reuse_max_age_days: float = 7.0
     fresh_arms: tuple[str, ...] = ()
     """Arms never reused (--wfbench-fresh-arms); candidate arms never are either."""
+    max_cost_usd: float | None = None
+    """The cost budget (--wfbench-max-cost): no cell starts past it."""
+    price_files: tuple[Path, ...] = ()
+    price_lines: tuple[str, ...] = ()
+    """Prices beyond the shipped table (--wfbench-prices FILE, ini wfbench_prices)."""
+    outage_streak: int = 5
+    """Systemic failures in a row that stop the sweep (0: never)."""
     clone: str = "auto"
     """``overlay`` (layered clones), ``copy``, or ``auto``: layered where the kernel allows."""
 
