@@ -17,7 +17,7 @@ from pytest_wfbench.control.breaker import OutageBreaker
 from pytest_wfbench.control.budget import Ledger, Price, load_prices, price_of, row_cost
 from tests.conftest import script_arm, task_yaml, write_suite
 from tests.fakeapi import Usage, http_error, turn
-from tests.test_agent import FIX, MODEL, agent_suite, api_key, cost, sweep
+from tests.test_agent import FIX, agent_suite, api_key, cost, sweep
 
 __all__ = ["api_key", "sweep"]  # fixtures borrowed from test_agent
 
