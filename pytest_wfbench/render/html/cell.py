@@ -230,6 +230,11 @@ def cell_view(row: Mapping[str, Any], read: ReadArtifact) -> CellView:
     others = [n for n in names if n != patch_name and n not in shown]
     artifacts = []
     for name in others[:MAX_OTHER_ARTIFACTS]:
+        if row.get("arm_kind") == "gold" and name.endswith(".review.json"):
+            # Gold's review is the task's hidden labels: its file is kept, not shown.
+            artifacts.append((name, Clipped("(not shown: gold's review is the task's hidden "
+                                            "labels)")))
+            continue
         text = read(name)
         artifacts.append((name, clip(text, OTHER_ARTIFACT_CHARS) if text is not None
                           else Clipped("(not found)")))
