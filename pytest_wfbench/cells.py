@@ -10,11 +10,13 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TypeAlias
 
 import pytest
 
 from pytest_wfbench.agents import PRESETS
+from pytest_wfbench.decisions.policy import candidate_arm
 from pytest_wfbench.outcomes import CellUnresolved
 from pytest_wfbench.row import Row
 from pytest_wfbench.tasks import (
@@ -114,10 +116,29 @@ def arm_names(task_file: TaskFile, selected: Sequence[str] | None) -> list[str]:
     return names
 
 
-def expand(task_file: TaskFile, arms: Sequence[str] | None, runs: int) -> list[Cell]:
-    """Every cell of a task file, task-major, in file order."""
-    known = definitions(task_file)
-    names = arm_names(task_file, arms)
+def with_candidates(known: dict[str, ArmDefinition], names: list[str],
+                    overlay: Path | None) -> tuple[dict[str, ArmDefinition], list[str]]:
+    """With a candidate overlay, each skill-bearing arm ``X`` is followed by
+    ``candidate_X``: the same arm with the overlay's files over its skills."""
+    if overlay is None:
+        return known, names
+    arms, ordered = dict(known), []
+    for name in names:
+        ordered.append(name)
+        arm = known[name]
+        if arm.skills is not None and arm.overlay is None:
+            candidate = candidate_arm(name)
+            arms[candidate] = replace(arm, name=candidate, overlay=overlay,
+                                      description=f"{arm.description} (candidate overlay)")
+            ordered.append(candidate)
+    return arms, ordered
+
+
+def expand(task_file: TaskFile, arms: Sequence[str] | None, runs: int,
+           overlay: Path | None = None) -> list[Cell]:
+    """Every cell of a task file, task-major, in file order (each candidate arm
+    right after its incumbent)."""
+    known, names = with_candidates(definitions(task_file), arm_names(task_file, arms), overlay)
     return [
         Cell(task=task, arm=known[name], run=run, suite=task_file.name)
         for task in task_file.tasks

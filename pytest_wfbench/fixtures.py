@@ -195,9 +195,12 @@ def wfbench_clone(
         wfbench_record.clone = workspace.method
         home = root / "home"
         home.mkdir()
-        if wfbench_cell.arm.skills is not None:
-            wfbench_record.skills_fingerprint = install_skills(wfbench_cell.arm.skills,
-                                                               workspace.files)
+        arm = wfbench_cell.arm
+        if arm.skills is not None:
+            wfbench_record.skills_fingerprint = install_skills(arm.skills, workspace.files,
+                                                               arm.overlay)
+        if arm.overlay is not None:
+            wfbench_record.overlay_digest = wfbench_sweep.overlay_digest()
         if wfbench_cell.arm.plugin and wfbench_sweep.plugin is not None:
             wfbench_record.plugin = wfbench_sweep.plugin.to_json()
     yield CellPaths(root=root, workspace=workspace, home=home)

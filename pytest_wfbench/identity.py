@@ -70,6 +70,7 @@ def arm_digest(arm: ArmDefinition, plugin_digest: str | None = None) -> str:
     for phase in definition["phases"]:
         phase["plugin_dirs"] = [_content(Path(path)) for path in phase["plugin_dirs"]]
     definition["plugin"] = plugin_digest if arm.plugin else None
+    definition["overlay"] = _content(arm.overlay) if arm.overlay is not None else None
     return _digest(definition)
 
 

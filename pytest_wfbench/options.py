@@ -66,6 +66,18 @@ PRICES_HELP = ("a JSON price table (model -> input, output, cache_write, cache_r
 PRICES_INI_HELP = "prices, one model per line: 'model input output cache_write cache_read'"
 OUTAGE_HELP = ("stop starting cells after this many systemic failures in a row (session, infra, "
                "cleanup, review-evidence errors); 0 disables (default 5)")
+OVERLAY_HELP = ("a folder of candidate skill files: each skill-bearing arm X gets a paired arm "
+                "candidate_X, the same with these files over its skills; promotion.json says "
+                "whether the candidate should replace the incumbent")
+PROMOTION_HELP = {
+    "metric": "the metric a candidate must improve (default cost_usd; e.g. tokens, "
+              "estimated_tokens, session_duration_s)",
+    "min_runs": "scored runs each arm needs on every task (default 3)",
+    "min_improvement": "overall improvement needed, in % (default 5)",
+    "max_task_regression": "no task may get worse by more than this, in % (default 20)",
+    "expiry_days": "days the promotion evidence stays valid (default 7)",
+}
+SIGNIFICANCE_HELP = "also require the improvement's interval to lie entirely above zero"
 SUSPICIOUS_HELP = ("a resolved cell whose patch reaches into its judges: 'flag' (default: "
                    "resolved, listed as suspicious) or 'fail' (counted as unresolved)")
 
@@ -108,6 +120,15 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--wfbench-prices", action="append", default=[], metavar="FILE",
                     help=PRICES_HELP)
     group.addoption("--wfbench-outage-streak", metavar="N", help=OUTAGE_HELP)
+    group.addoption("--wfbench-candidate-overlay", metavar="DIR", help=OVERLAY_HELP)
+    for name, text in PROMOTION_HELP.items():
+        group.addoption(f"--wfbench-promotion-{name.replace('_', '-')}", metavar="VALUE",
+                        help=text)
+        parser.addini(f"wfbench_promotion_{name}", text)
+    group.addoption("--wfbench-promotion-require-significance", action="store_true",
+                    default=None, help=SIGNIFICANCE_HELP)
+    parser.addini("wfbench_promotion_require_significance", SIGNIFICANCE_HELP, type="bool",
+                  default=False)
     group.addoption("--wfbench-clone", choices=("auto", "overlay", "copy"), help=CLONE_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
@@ -232,7 +253,46 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         price_files=tuple((root / p).resolve() for p in config.getoption("wfbench_prices")),
         price_lines=tuple(config.getini("wfbench_prices")),
         outage_streak=_whole_number(config, "outage_streak", 5),
+        candidate_overlay=_overlay(config),
+        promotion=_promotion(config),
     )
+
+
+def _overlay(config: pytest.Config) -> Path | None:
+    raw = config.getoption("wfbench_candidate_overlay")
+    if raw is None:
+        return None
+    path: Path = (config.invocation_params.dir / raw).resolve()
+    if not path.is_dir() or not any(p.is_file() for p in path.rglob("*")):
+        raise pytest.UsageError(f"--wfbench-candidate-overlay {raw}: {path} is not a folder "
+                                "of candidate skill files (<skill>/SKILL.md, ...)")
+    return path
+
+
+def _promotion(config: pytest.Config) -> dict[str, Any]:
+    """The gate's policy: each value checked as the gate checks it."""
+    from pytest_wfbench.decisions import PromotionPolicy
+
+    policy: dict[str, Any] = {}
+    kinds = {"metric": str, "min_runs": int, "min_improvement": float,
+             "max_task_regression": float, "expiry_days": int}
+    for name, kind in kinds.items():
+        raw = _setting(config, f"promotion_{name}")
+        if raw is None:
+            continue
+        try:
+            policy[name] = kind(raw)
+        except ValueError:
+            raise pytest.UsageError(f"--wfbench-promotion-{name.replace('_', '-')} must be a "
+                                    f"{kind.__name__}, got {raw!r}") from None
+    significance = config.getoption("wfbench_promotion_require_significance")
+    if significance or config.getini("wfbench_promotion_require_significance"):
+        policy["require_significance"] = True
+    try:
+        PromotionPolicy(**policy)
+    except ValueError as error:
+        raise pytest.UsageError(f"--wfbench-promotion-*: {error}") from None
+    return policy
 
 
 def _max_cost(config: pytest.Config) -> float | None:

@@ -18,6 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_wfbench.aggregate import Summary, summarize
+from pytest_wfbench.decisions import (
+    Digests,
+    PromotionContext,
+    PromotionPolicy,
+    candidate_pairs,
+    decide,
+)
 from pytest_wfbench.lanes.report import render_lanes
 from pytest_wfbench.render.html import HtmlReport, write_html_report
 from pytest_wfbench.report import overhead_section, render_markdown, trust_sections
@@ -56,6 +63,7 @@ class OutDirReport:
     summary: Summary
     provenance: dict[str, Any] = field(default_factory=dict)
     sections: list[str] = field(default_factory=list)
+    promotions: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     """File name -> text, to be written (redacted) into the out dir."""
 
@@ -154,10 +162,66 @@ def build_report(out_dir: Path, *, baseline_arm: str | None = None) -> OutDirRep
     sections = [*plan_section(record), *trust_sections(rows), *overhead_section(rows),
                 *(["", *review] if review else []), *render_lanes(rows, environment)]
     facts = provenance(rows, record)
+    promotions = promotion_evidence(agent_rows, summary, record)
     report = OutDirReport(rows=rows, record=record, environment=environment, summary=summary,
-                          provenance=facts, sections=sections)
-    report.files[REPORT] = render_markdown(summary, facts, sections)
+                          provenance=facts, sections=sections, promotions=promotions)
+    report.files[REPORT] = render_markdown(summary, facts, sections, promotions)
+    if promotions:
+        report.files[PROMOTION] = json.dumps(
+            {"schema_version": 1, "sweep_id": record.get("sweep_id"), "candidates": promotions},
+            indent=2, sort_keys=True, allow_nan=False) + "\n"
     return report
+
+
+GATE_STATES = {COMPLETE: "complete", CANCELLED: "cancelled"}
+"""The gate's sweep states; anything else that stopped a sweep early (the
+outage breaker, the budget, a dead process) is an aborted sweep to it."""
+
+
+def _by_task(rows: list[dict[str, Any]], key: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for row in rows:
+        value = (row.get("identity") or {}).get(key)
+        if value is not None:
+            values.setdefault(str(row["task"]), str(value))
+    return values
+
+
+def promotion_evidence(rows: list[dict[str, Any]], summary: Summary,
+                       record: dict[str, Any]) -> list[dict[str, Any]]:
+    """promotion.json's evidence, one per candidate arm that ran beside its
+    incumbent: the gate (decisions/) on these rows, with the policy the sweep
+    was given and the digests that determine it, dated by the sweep's end (so a
+    re-render says the same)."""
+    pairs = candidate_pairs({str(r["arm"]) for r in rows})
+    if not pairs:
+        return []
+    settings = record.get("settings") or {}
+    policy = PromotionPolicy(**(settings.get("promotion") or {}))
+    sessions = record.get("sessions") or [{}]
+    ended = sessions[-1].get("finished_at") or sessions[-1].get("started_at")
+    now = (datetime.fromisoformat(str(ended).replace("Z", "+00:00")) if ended
+           else datetime(1970, 1, 1, tzinfo=UTC))
+    state = GATE_STATES.get(sweep_state(record), "aborted")
+    evidence = []
+    for candidate, incumbent in pairs:
+        own = [r for r in rows if r.get("arm") in (candidate, incumbent)]
+        cand = [r for r in own if r["arm"] == candidate]
+        inc = [r for r in own if r["arm"] == incumbent]
+        digests = Digests(
+            overlay=next((str(r["overlay_digest"]) for r in cand if r.get("overlay_digest")),
+                         None),
+            incumbent_skills=next((str(r["skills_fingerprint"]) for r in inc
+                                   if r.get("skills_fingerprint")), None),
+            task_prompts=_by_task(own, "task"), oracles=_by_task(own, "oracle"),
+            model=next((str(r["model"]) for r in own if r.get("model")), None),
+            effort=next((str(r["effort"]) for r in own if r.get("effort")), None),
+            harness_version=str(record.get("harness_version")))
+        health = {arm: summary.health[arm] for arm in (candidate, incumbent)
+                  if arm in summary.health}
+        context = PromotionContext(state, digests, now, health)  # type: ignore[arg-type]
+        evidence.append(decide(own, candidate, incumbent, policy, context))
+    return evidence
 
 
 def write_report(store: ResultsStore, *,
@@ -168,7 +232,7 @@ def write_report(store: ResultsStore, *,
     for name, text in report.files.items():
         store.write_text(name, text)
     html = write_html_report(store, report.summary, report.rows, report.provenance,
-                             sections=report.sections)
+                             sections=report.sections, promotions=report.promotions)
     return report, html
 
 

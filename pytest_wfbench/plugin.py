@@ -39,6 +39,7 @@ from pytest_wfbench.outdir import COMPLETE, partial_state, spend_lines, write_re
 from pytest_wfbench.render.html import HtmlReport
 from pytest_wfbench.report import (
     harness_error_lines,
+    promotion_lines,
     render_terminal,
     suspicious_lines,
     unusable_lines,
@@ -226,6 +227,7 @@ class SweepHooks:
     def __init__(self, sweep: Sweep, cancellation: Cancellation | None = None) -> None:
         self.sweep = sweep
         self.cancellation = cancellation
+        self.promotions: list[dict[str, Any]] = []
         self.task_paths = {task_file.path for task_file in sweep.task_files}
         self.failed_nodeids: set[str] = set()
 
@@ -357,6 +359,7 @@ class SweepHooks:
         report, html = write_report(sweep.store, baseline_arm=sweep.options.baseline_arm)
         config.stash[SUMMARY_KEY] = report.summary
         config.stash[ROWS_KEY] = report.rows
+        self.promotions = report.promotions
         config.stash[HTML_KEY] = html
         # An UNUSABLE arm has failures, each of them a pytest error: the sweep
         # already exits non-zero, and the terminal names the arm.
@@ -425,6 +428,8 @@ class SweepHooks:
                 terminalreporter.write_line(redact(f"  {cell_id}: {path}"))
         for line in spend_lines(rows):
             terminalreporter.write_line(redact(line))
+        for line in promotion_lines(self.promotions):
+            terminalreporter.write_line(redact(line), bold=True)
         state = partial_state(self.sweep.identity.out_dir)
         if state is not None:
             terminalreporter.write_line(redact(f"wfbench: {state}"), yellow=True, bold=True)

@@ -72,6 +72,8 @@ class Row:
     above are its totals."""
     plugin: dict[str, str] | None
     skills_fingerprint: str | None
+    overlay_digest: str | None
+    """A candidate arm's overlay (--wfbench-candidate-overlay): its content digest."""
     lane: str
     """``agent`` (tasks and arms) or ``tool-cost`` (scenarios and subjects)."""
     transport: str | None
@@ -182,6 +184,7 @@ class CellRecord:
     model_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     plugin: dict[str, str] | None = None
     skills_fingerprint: str | None = None
+    overlay_digest: str | None = None
     lane: str = "agent"
     transport: str | None = None
     totals: dict[str, Any] = field(default_factory=dict)
@@ -322,7 +325,8 @@ def make_row(
         sandbox_backend=sandbox_backend, model=record.model, effort=record.effort,
         phases=list(record.phases), main_usage=dict(record.main_usage),
         model_usage=dict(record.model_usage), plugin=record.plugin,
-        skills_fingerprint=record.skills_fingerprint, lane=record.lane,
+        skills_fingerprint=record.skills_fingerprint, overlay_digest=record.overlay_digest,
+        lane=record.lane,
         transport=record.transport, totals=dict(record.totals), extras=dict(record.extras),
         random_seed=record.random_seed, measurement_lock_wait_ms=record.measurement_lock_wait_ms,
         subject_version=record.subject_version, suspicious=list(record.suspicious),

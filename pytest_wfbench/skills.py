@@ -16,12 +16,15 @@ from pytest_wfbench.workspace import fs
 SKILLS_DIR = ".claude/skills"
 
 
-def install_skills(source: Path, workspace: Path) -> str:
-    """Copy a folder of skills into the clone; returns its fingerprint."""
+def install_skills(source: Path, workspace: Path, overlay: Path | None = None) -> str:
+    """Copy a folder of skills into the clone (and a candidate's overlay over it:
+    its files replace those of the same names); returns its fingerprint."""
     target = workspace / SKILLS_DIR
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(source, target, symlinks=True)
+    if overlay is not None:
+        shutil.copytree(overlay, target, symlinks=True, dirs_exist_ok=True)
     return fingerprint(workspace)
 
 

@@ -106,7 +106,9 @@ def open_session(sweep: Sweep, plan: Plan) -> dict[str, Any]:
             "baseline_arm": options.baseline_arm, "sandbox_backend": sweep.sandbox_backend,
             "clone": "overlay" if sweep.layered_clones() else "copy",
             "suspicious": options.suspicious, "model": options.model,
-            "effort": options.effort,
+            "effort": options.effort, "promotion": options.promotion,
+            "candidate_overlay": str(options.candidate_overlay)
+            if options.candidate_overlay else None,
         },
     })
     sessions = record.setdefault("sessions", [])

@@ -64,7 +64,7 @@ from pytest_wfbench.tasks import (
 )
 from pytest_wfbench.workspace.capture import TreeBounds
 from pytest_wfbench.workspace.fs import remove_tree
-from pytest_wfbench.workspace.template import TemplateCache, TemplateError
+from pytest_wfbench.workspace.template import TemplateCache, TemplateError, tree_digest
 
 
 class Sweep:
@@ -78,7 +78,8 @@ class Sweep:
         self.task_files: list[TaskFile] = (
             task_files if task_files is not None else load_sweep_files(options))
         self.cells: dict[Path, list[Cell]] = {
-            task_file.path: expand(task_file, options.arms, options.runs)
+            task_file.path: expand(task_file, options.arms, options.runs,
+                                   options.candidate_overlay)
             for task_file in self.task_files
         }
         self.scenario_cells: dict[Path, list[ScenarioCell]] = {
@@ -349,6 +350,12 @@ class Sweep:
         path.mkdir(mode=0o700)
         self._append_line(self.identity.work_dir / "cells.tsv", f"{cell.cell_id}\t{path.name}\n")
         return path
+
+    @functools.cache  # noqa: B019 - one sweep per process
+    def overlay_digest(self) -> str | None:
+        """The candidate overlay's content digest (in every candidate row)."""
+        overlay = self.options.candidate_overlay
+        return tree_digest(overlay) if overlay is not None else None
 
     def set_plan(self, plan: Plan) -> None:
         self._plan = plan

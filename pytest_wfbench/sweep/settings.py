@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import secrets
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pytest_wfbench.cells import (
     KNOWN_ARMS,
@@ -62,6 +63,10 @@ class SweepOptions:
     """Prices beyond the shipped table (--wfbench-prices FILE, ini wfbench_prices)."""
     outage_streak: int = 5
     """Systemic failures in a row that stop the sweep (0: never)."""
+    candidate_overlay: Path | None = None
+    """Files that make each skill-bearing arm's candidate (--wfbench-candidate-overlay)."""
+    promotion: dict[str, Any] = field(default_factory=dict)
+    """The promotion gate's policy (decisions.PromotionPolicy's fields)."""
     clone: str = "auto"
     """``overlay`` (layered clones), ``copy``, or ``auto``: layered where the kernel allows."""
 

@@ -261,6 +261,9 @@ class ArmDefinition:
     """The CLI's minimal mode (``--bare``): no skills, plugins or MCP servers."""
     network: bool = False
     """Whether a script arm's steps may use the network (agent sessions always do)."""
+    overlay: Path | None = None
+    """A promotion candidate's files (--wfbench-candidate-overlay): copied over the
+    installed skills, replacing the incumbent's files of the same names."""
     reviews: bool = False
     """Made for review tasks (the review presets): its cells on change tasks are skips."""
 
