@@ -16,6 +16,8 @@ from typing import TypeAlias
 import pytest
 
 from pytest_wfbench.agents import PRESETS
+from pytest_wfbench.audit.expand import GROUPS as AUDIT_GROUPS
+from pytest_wfbench.audit.expand import AuditSettings, audit_arms
 from pytest_wfbench.decisions.policy import candidate_arm
 from pytest_wfbench.outcomes import CellUnresolved
 from pytest_wfbench.row import Row
@@ -28,7 +30,7 @@ from pytest_wfbench.tasks import (
     TaskFileError,
 )
 
-KNOWN_ARMS = ("gold", "noop", *PRESETS)
+KNOWN_ARMS = ("gold", "noop", *PRESETS, *AUDIT_GROUPS)
 BUILTIN_ARM_DEFINITIONS = {
     "gold": ArmDefinition("gold", "gold", description="applies the task's gold patch"),
     "noop": ArmDefinition("noop", "noop", description="changes nothing"),
@@ -106,7 +108,7 @@ def arm_names(task_file: TaskFile, selected: Sequence[str] | None) -> list[str]:
     names = list(selected) if selected else list(task_file.arms)
     known = definitions(task_file)
     for name in names:
-        if name not in known:
+        if name not in known and name not in AUDIT_GROUPS:
             defined = ", ".join(known)
             raise TaskFileError(
                 task_file.path, None,
@@ -135,14 +137,18 @@ def with_candidates(known: dict[str, ArmDefinition], names: list[str],
 
 
 def expand(task_file: TaskFile, arms: Sequence[str] | None, runs: int,
-           overlay: Path | None = None) -> list[Cell]:
+           overlay: Path | None = None, audit: AuditSettings | None = None) -> list[Cell]:
     """Every cell of a task file, task-major, in file order (each candidate arm
-    right after its incumbent)."""
+    right after its incumbent; an audit group, ``hack``, ``probes`` or
+    ``mutants``, as the arms it gives each task)."""
     known, names = with_candidates(definitions(task_file), arm_names(task_file, arms), overlay)
+    settings = audit or AuditSettings()
     return [
-        Cell(task=task, arm=known[name], run=run, suite=task_file.name)
+        Cell(task=task, arm=arm, run=run, suite=task_file.name)
         for task in task_file.tasks
         for name in names
+        for arm in (audit_arms(task, name, settings) if name in AUDIT_GROUPS
+                    else [known[name]])
         for run in range(1, runs + 1)
     ]
 
@@ -219,8 +225,21 @@ def test_scenario(wfbench_outcome: Row) -> None:
 
 def test_cell(wfbench_outcome: Row) -> None:
     """A cell passes when its arm resolved the task (SPEC §3: sessions completed,
-    verify passed and the hidden oracle passed)."""
+    verify passed and the hidden oracle passed). An audit's probe passes when the
+    hidden oracle rejects it (whatever verify said), and a mutant when it is
+    killed; a surviving mutant is an xfail, measured by the task's kill rate."""
     __tracebackhide__ = True
+    audit = wfbench_outcome.audit or {}
+    if audit.get("role") == "probe":
+        if wfbench_outcome.oracle_passed:
+            raise CellUnresolved(f"{wfbench_outcome.cell_id}: weak oracle: the probe "
+                                 f"{audit.get('name')} passed task {wfbench_outcome.task!r}'s "
+                                 "hidden oracle")
+        return
+    if audit.get("role") == "mutant":
+        if wfbench_outcome.resolved:
+            pytest.xfail(f"mutant survived: {audit.get('description')}")
+        return
     if not wfbench_outcome.resolved:
         raise CellUnresolved(f"{wfbench_outcome.cell_id}: {wfbench_outcome.error_kind}: "
                              f"{wfbench_outcome.error_detail}")

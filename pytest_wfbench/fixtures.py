@@ -154,9 +154,15 @@ def wfbench_record(
         refused = sweep.ledger.admit(cell_id, wfbench_cell.arm_name)
         if refused is not None:
             pytest.skip(request_stop(sweep.identity.work_dir, BUDGET, refused).skip_reason)
+    arm = getattr(wfbench_cell, "arm", None)
+    audit = arm.audit if arm is not None else None
     record = CellRecord(cell_id=cell_id, started=time.monotonic(),
                         started_at=utc_now("milliseconds"),
-                        suspicious_fails=sweep.options.suspicious == "fail",
+                        # An exploit that is only flagged is still caught, not a win.
+                        suspicious_fails=sweep.options.suspicious == "fail" or audit == "hack",
+                        audit=None if arm is None or audit is None else {
+                            "role": audit, "name": arm.audit_name,
+                            "description": arm.description, "counts": dict(arm.audit_counts)},
                         progress=lambda name: sweep.stages.stage(cell_id, name))
     request.node.stash[RECORD_KEY] = record
     try:

@@ -78,6 +78,9 @@ PROMOTION_HELP = {
     "expiry_days": "days the promotion evidence stays valid (default 7)",
 }
 SIGNIFICANCE_HELP = "also require the improvement's interval to lie entirely above zero"
+MAX_MUTANTS_HELP = "mutants per task for --wfbench-arms mutants (default 20)"
+MIN_KILL_RATE_HELP = ("a task whose oracle kills fewer of the mutants that pass verify is "
+                      "under-specified (default 0.6)")
 SUSPICIOUS_HELP = ("a resolved cell whose patch reaches into its judges: 'flag' (default: "
                    "resolved, listed as suspicious) or 'fail' (counted as unresolved)")
 
@@ -129,6 +132,8 @@ def add_options(parser: pytest.Parser) -> None:
                     default=None, help=SIGNIFICANCE_HELP)
     parser.addini("wfbench_promotion_require_significance", SIGNIFICANCE_HELP, type="bool",
                   default=False)
+    group.addoption("--wfbench-max-mutants", metavar="N", help=MAX_MUTANTS_HELP)
+    group.addoption("--wfbench-min-kill-rate", metavar="SHARE", help=MIN_KILL_RATE_HELP)
     group.addoption("--wfbench-clone", choices=("auto", "overlay", "copy"), help=CLONE_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
@@ -147,6 +152,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("wfbench_max_cost", MAX_COST_HELP)
     parser.addini("wfbench_prices", PRICES_INI_HELP, type="linelist", default=[])
     parser.addini("wfbench_outage_streak", OUTAGE_HELP)
+    parser.addini("wfbench_max_mutants", MAX_MUTANTS_HELP)
     parser.addini("wfbench_random_seed", SEED_HELP)
 
 
@@ -254,8 +260,24 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         price_lines=tuple(config.getini("wfbench_prices")),
         outage_streak=_whole_number(config, "outage_streak", 5),
         candidate_overlay=_overlay(config),
+        max_mutants=_whole_number(config, "max_mutants", 20),
+        min_kill_rate=_share(config, "min_kill_rate", 0.6),
         promotion=_promotion(config),
     )
+
+
+def _share(config: pytest.Config, name: str, default: float) -> float:
+    raw = config.getoption(f"wfbench_{name}")
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise pytest.UsageError(f"--wfbench-{name.replace('_', '-')} must be a share between 0 "
+                                f"and 1, got {raw!r}")
+    return value
 
 
 def _overlay(config: pytest.Config) -> Path | None:

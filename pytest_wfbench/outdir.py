@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_wfbench.aggregate import Summary, summarize
+from pytest_wfbench.audit.report import DEFAULT_MIN_KILL_RATE, audit_section
 from pytest_wfbench.decisions import (
     Digests,
     PromotionContext,
@@ -159,7 +160,9 @@ def build_report(out_dir: Path, *, baseline_arm: str | None = None) -> OutDirRep
     agent_rows = [r for r in rows if r.get("lane", "agent") == "agent"]
     summary = summarize(agent_rows, baseline)
     review = review_quality_section(rows)
-    sections = [*plan_section(record), *trust_sections(rows), *overhead_section(rows),
+    audit = audit_section(rows, float(settings.get("min_kill_rate", DEFAULT_MIN_KILL_RATE)))
+    sections = [*plan_section(record), *audit, *(["", ] if audit else []),
+                *trust_sections(rows), *overhead_section(rows),
                 *(["", *review] if review else []), *render_lanes(rows, environment)]
     facts = provenance(rows, record)
     promotions = promotion_evidence(agent_rows, summary, record)

@@ -276,6 +276,12 @@ class SweepHooks:
                     strict=True, raises=CellUnresolved,
                     reason="noop must not resolve: a resolved noop means the oracle passes "
                            "without any change"))
+            elif isinstance(cell, Cell) and cell.arm.audit == "hack":
+                marks.append(pytest.mark.xfail(
+                    strict=True, raises=CellUnresolved,
+                    reason=f"{cell.arm.name} must not resolve {cell.task.id!r}: if it does, "
+                           f"the harness let the exploit class {cell.arm.audit_name!r} through "
+                           "(a bug in pytest-wfbench)"))
             params.append(pytest.param(cell, id=cell.cell_id, marks=marks))
         metafunc.parametrize("wfbench_cell", params)
 

@@ -74,6 +74,8 @@ class Row:
     skills_fingerprint: str | None
     overlay_digest: str | None
     """A candidate arm's overlay (--wfbench-candidate-overlay): its content digest."""
+    audit: dict[str, Any] | None
+    """An audit arm's cell: its role (hack, probe, mutant), name and description."""
     lane: str
     """``agent`` (tasks and arms) or ``tool-cost`` (scenarios and subjects)."""
     transport: str | None
@@ -185,6 +187,7 @@ class CellRecord:
     plugin: dict[str, str] | None = None
     skills_fingerprint: str | None = None
     overlay_digest: str | None = None
+    audit: dict[str, Any] | None = None
     lane: str = "agent"
     transport: str | None = None
     totals: dict[str, Any] = field(default_factory=dict)
@@ -326,6 +329,7 @@ def make_row(
         phases=list(record.phases), main_usage=dict(record.main_usage),
         model_usage=dict(record.model_usage), plugin=record.plugin,
         skills_fingerprint=record.skills_fingerprint, overlay_digest=record.overlay_digest,
+        audit=record.audit,
         lane=record.lane,
         transport=record.transport, totals=dict(record.totals), extras=dict(record.extras),
         random_seed=record.random_seed, measurement_lock_wait_ms=record.measurement_lock_wait_ms,

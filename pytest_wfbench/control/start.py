@@ -107,6 +107,7 @@ def open_session(sweep: Sweep, plan: Plan) -> dict[str, Any]:
             "clone": "overlay" if sweep.layered_clones() else "copy",
             "suspicious": options.suspicious, "model": options.model,
             "effort": options.effort, "promotion": options.promotion,
+            "min_kill_rate": options.min_kill_rate,
             "candidate_overlay": str(options.candidate_overlay)
             if options.candidate_overlay else None,
         },

@@ -19,6 +19,7 @@ from pytest_wfbench import __version__
 from pytest_wfbench.agents import AgentSettings, PluginDir, PluginError, adapter_for, load_plugin
 from pytest_wfbench.agents.claude import api_key_from_environment, find_cli
 from pytest_wfbench.agents.proxy import ApiProxy
+from pytest_wfbench.audit.expand import AuditSettings
 from pytest_wfbench.cells import (
     AnyCell,
     Cell,
@@ -79,7 +80,8 @@ class Sweep:
             task_files if task_files is not None else load_sweep_files(options))
         self.cells: dict[Path, list[Cell]] = {
             task_file.path: expand(task_file, options.arms, options.runs,
-                                   options.candidate_overlay)
+                                   options.candidate_overlay,
+                                   AuditSettings(options.max_mutants, options.random_seed or 0))
             for task_file in self.task_files
         }
         self.scenario_cells: dict[Path, list[ScenarioCell]] = {

@@ -67,6 +67,10 @@ class SweepOptions:
     """Files that make each skill-bearing arm's candidate (--wfbench-candidate-overlay)."""
     promotion: dict[str, Any] = field(default_factory=dict)
     """The promotion gate's policy (decisions.PromotionPolicy's fields)."""
+    max_mutants: int = 20
+    """Mutants per task for --wfbench-arms mutants."""
+    min_kill_rate: float = 0.6
+    """Below it, a task's oracle is under-specified (the audit)."""
     clone: str = "auto"
     """``overlay`` (layered clones), ``copy``, or ``auto``: layered where the kernel allows."""
 

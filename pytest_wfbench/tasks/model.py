@@ -264,6 +264,12 @@ class ArmDefinition:
     overlay: Path | None = None
     """A promotion candidate's files (--wfbench-candidate-overlay): copied over the
     installed skills, replacing the incumbent's files of the same names."""
+    audit: str | None = None
+    """An audit arm's role (``hack``, ``probe`` or ``mutant``; pytest_wfbench.audit)."""
+    audit_name: str | None = None
+    """The exploit class, probe or mutant it is (e.g. ``probe-const-none:core.py:f``)."""
+    audit_counts: tuple[tuple[str, int], ...] = ()
+    """A mutant's task: mutations found and skipped, by reason."""
     reviews: bool = False
     """Made for review tasks (the review presets): its cells on change tasks are skips."""
 
