@@ -46,7 +46,10 @@ _KINDS = [
     # clean-up impossible (a missing transcript, a tree the harness cannot walk
     # or show): counted, so an arm can never choose to be excluded.
     ErrorKind("evidence-tampered", ErrorClass.EVIDENCE_FAILURE, True),
-    ErrorKind("review-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, False),
+    # A review cell's artifact (missing, not JSON, off the schema, a link) or the
+    # workspace it must not touch: the reviewing arm's doing, so counted as
+    # unresolved, never a way to be excluded from a judged loss.
+    ErrorKind("review-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, True),
     ErrorKind("evidence-unverified", ErrorClass.EVIDENCE_FAILURE, False),
     ErrorKind("oracle-unavailable", ErrorClass.EVIDENCE_FAILURE, False),
     ErrorKind("session-error", ErrorClass.EXECUTION_FAILURE, False),

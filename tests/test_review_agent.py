@@ -107,7 +107,7 @@ def test_a_review_that_tries_to_edit_a_source_file_is_review_evidence_invalid(
     assert api.tool_results[2].is_error, api.tool_results[2]
     row = suite.row(CELL)
     # ... but a review that tries to change what it reviews is not scored.
-    assert row["error_kind"] == "review-evidence-invalid" and row["counted"] is False
+    assert row["error_kind"] == "review-evidence-invalid" and row["counted"] is True
     assert row["error_detail"] == ("the session tried to change the workspace it reviews: "
                                    "Write /workspace/calc.py")
     assert row["review_scored"] is False

@@ -44,9 +44,10 @@ def run(pytester: pytest.Pytester, steps: list[str], *extra: str,
 
 
 def invalid(row: dict[str, Any]) -> str:
-    """The reason of a review-evidence-invalid row (excluded, as SPEC §5 says)."""
+    """The reason of a review-evidence-invalid row (counted as unresolved: the
+    reviewing arm's doing can never exclude it)."""
     assert row["error_kind"] == "review-evidence-invalid", row["error_detail"]
-    assert row["counted"] is False and row["resolved"] is False
+    assert row["counted"] is True and row["resolved"] is False
     assert row["review_scored"] is False and row["review"] is None
     return str(row["error_detail"])
 
