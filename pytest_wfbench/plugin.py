@@ -18,6 +18,7 @@ import pytest
 
 from pytest_wfbench import __version__, cells, fixtures
 from pytest_wfbench.aggregate import Summary
+from pytest_wfbench.audit.report import audit_tasks
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.control.hooks import ControlHooks
 from pytest_wfbench.control.signals import Cancellation, register_worker
@@ -409,8 +410,9 @@ class SweepHooks:
             return
         redact = self.sweep.redactor.clean
         terminalreporter.write_sep("=", "wfbench summary")
-        lines = render_terminal(summary) if summary.rows else []
         rows = config.stash.get(ROWS_KEY, [])
+        audit_arms = {str(r["arm"]) for r in rows if (r.get("audit") or {}).get("role")}
+        lines = render_terminal(summary, audit_arms) if summary.rows else []
         lines += render_lanes_terminal(sorted(rows, key=lambda r: str(r["cell_id"])))
         for line in lines:
             terminalreporter.write_line(redact(line))
@@ -436,6 +438,11 @@ class SweepHooks:
             terminalreporter.write_line(redact(line))
         for line in promotion_lines(self.promotions):
             terminalreporter.write_line(redact(line), bold=True)
+        for audit in audit_tasks(rows):
+            verdicts = audit.verdicts(self.sweep.options.min_kill_rate)
+            terminalreporter.write_line(redact(f"wfbench audit: {audit.task}: "
+                                               f"{'; '.join(verdicts)}"),
+                                        green=verdicts == ["sound"], red=verdicts != ["sound"])
         state = partial_state(self.sweep.identity.out_dir)
         if state is not None:
             terminalreporter.write_line(redact(f"wfbench: {state}"), yellow=True, bold=True)
