@@ -121,9 +121,18 @@ def overlay_unavailable(scratch: Path, bwrap: str) -> str | None:
     (probe / "mnt").mkdir()
     try:
         os.setxattr(probe / "rw" / "upper", "user.wfbench-probe", b"1")
+        # The capture writes layers of its own: whiteouts and opaque folders.
+        (probe / "layer").mkdir()
+        fd = os.open(probe / "layer", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            make_whiteout("gone", fd)
+            make_opaque(fd)
+        finally:
+            os.close(fd)
     except OSError as error:
         shutil.rmtree(probe, ignore_errors=True)
-        return f"{scratch} has no user extended attributes ({error.strerror})"
+        return (f"the harness cannot write an overlay layer in {scratch} (user extended "
+                f"attributes, whiteouts): {error.strerror}")
     inner = ("rm /workspace/gone && echo new > /workspace/dir/new && "
              "test -f /workspace/dir/kept")
     command = [*overlay.prefix(unshare), bwrap, "--die-with-parent", "--unshare-all",
