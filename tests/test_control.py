@@ -144,3 +144,13 @@ def test_live_progress_shows_the_running_cell_and_its_stage(pytester: pytest.Pyt
     assert "wfbench running: slow-dawdler-r1 [main] session" in output
     final = json.loads(status.read_text())
     assert final["running"] == [] and final["finished"] == 1
+
+
+def test_a_resumed_sweep_counts_what_its_kept_rows_cost(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path, 1.0)
+    ledger.record_earlier(0.9)
+    ledger.settle("nothing-running", "a", 5.0)  # no reservation: nothing to settle
+    assert ledger.spent() == 0.9
+    assert ledger.admit("c1", "a") is None  # 0.9 spent, nothing known of a cell yet
+    ledger.settle("c1", "a", 0.2)
+    assert ledger.admit("c2", "a") is not None

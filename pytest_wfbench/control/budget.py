@@ -163,6 +163,14 @@ class Ledger:
             data["costs"].setdefault(arm, []).append(cost)
             self._write(data)
 
+    def record_earlier(self, cost: float) -> None:
+        """What earlier sessions of a resumed sweep spent on the rows it keeps: the
+        budget is the sweep's, not the session's."""
+        with self.lock:
+            data = self._read()
+            data["spent"] += cost
+            self._write(data)
+
     def spent(self) -> float:
         with self.lock:
             return float(self._read()["spent"])

@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_wfbench import __version__
 from pytest_wfbench.cells import ScenarioCell
+from pytest_wfbench.control.budget import row_cost
 from pytest_wfbench.control.plan import KEPT, REUSED, Plan, plan_resume, plan_reuse
 from pytest_wfbench.control.replay import PLAN
 from pytest_wfbench.decisions import incumbent_of
@@ -63,6 +64,10 @@ def prepare_plan(sweep: Sweep, now: datetime | None = None) -> Plan:
                               {k: v for k, v in identities.items() if k in arms}, arms, reusable,
                               now=now or datetime.now(UTC),
                               max_age=timedelta(days=options.reuse_max_age_days))
+    if sweep.ledger is not None:
+        sweep.ledger.record_earlier(sum(row_cost(planned.row, sweep.prices)
+                                        for planned in plan.planned.values()
+                                        if planned.mode == KEPT))
     path = sweep.identity.work_dir / PLAN
     path.write_text(json.dumps(plan.to_json()), encoding="utf-8")
     sweep.set_plan(plan)
