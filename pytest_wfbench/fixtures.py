@@ -31,7 +31,7 @@ from pytest_wfbench.judge.suspicion import changed_paths, scan_patch
 from pytest_wfbench.oracle import OracleResult, run_oracle
 from pytest_wfbench.outcomes import ERROR_KINDS, CellFailure, CellVerdict
 from pytest_wfbench.row import CellRecord, Row, utc_now
-from pytest_wfbench.sandbox import Sandbox
+from pytest_wfbench.sandbox import LayersUnavailable, Sandbox
 from pytest_wfbench.session import SessionResult, run_session
 from pytest_wfbench.skills import SKILLS_DIR, install_skills
 from pytest_wfbench.sweep import Sweep
@@ -79,6 +79,10 @@ def stage(record: CellRecord, name: str, default_kind: str = "infra-error") -> I
     except CellFailure as failure:
         record.fail(failure.kind, failure.detail)
         raise
+    except LayersUnavailable as exc:
+        # The machine failed the cell, whichever stage (no arm reaches it).
+        record.fail("infra-error", f"{name}: {exc}")
+        raise CellFailure("infra-error", f"{name}: {exc}") from exc
     except (TemplateError, GitError, OSError) as exc:
         record.fail(default_kind, f"{name}: {exc}")
         raise CellFailure(default_kind, f"{name}: {exc}") from exc

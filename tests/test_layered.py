@@ -229,3 +229,37 @@ def test_kept_workspaces_are_whole_trees_and_the_terminal_says_where(
         work_dir = kept.parents[2]
         assert work_dir.name.startswith("wfbench-")
         subprocess.run(["rm", "-rf", str(work_dir)], check=True)
+
+
+BREAK_MOUNTS = '''
+import pytest
+
+import pytest_wfbench.sandbox.overlay as overlay
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    # After the sweep chose layered clones: every later mount fails.
+    overlay.SCRIPT = overlay.SCRIPT.replace("lowerdir=$lowers,", "lowerdir=$lowers,bogus,")
+'''
+
+
+def test_layers_that_do_not_mount_are_the_machines_failure_and_a_fake_is_not(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """A mount failure is written where no command of the arm reaches, so only a
+    real one makes an infra error: an arm that prints the same and exits 125 is
+    judged as usual."""
+    fake = "echo 'wfbench: overlay: cannot bind the upper layer' >&2; exit 125"
+    suite = suite_factory(arms=["faker"], arm_definitions={"faker": script_arm(fake)})
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-clone", "overlay"))
+    result.assert_outcomes(failed=1)
+    row = suite.row("fix-add-faker-r1")
+    assert row["error_kind"] == "oracle-failed" and row["counted"] is True
+    pytester.makeconftest(BREAK_MOUNTS)
+    suite.out = suite.root / "out-broken"
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-clone", "overlay"))
+    result.assert_outcomes(errors=1)
+    row = suite.row("fix-add-faker-r1")
+    assert row["error_kind"] == "infra-error" and row["counted"] is False
+    assert "the workspace's layers did not mount" in row["error_detail"]

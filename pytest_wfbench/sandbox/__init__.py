@@ -8,6 +8,7 @@ from pytest_wfbench.sandbox.core import (
     BubblewrapSandbox,
     CommandResult,
     HostSandbox,
+    LayersUnavailable,
     Mount,
     Sandbox,
     SandboxPolicy,
@@ -23,7 +24,8 @@ from pytest_wfbench.sandbox.overlay import Overlay
 from pytest_wfbench.sandbox.preflight import preflight
 
 __all__ = [
-    "SANDBOX_HOME", "WORKSPACE", "BubblewrapSandbox", "CommandResult", "HostSandbox", "LimitHit",
-    "Mount", "Overlay", "Sandbox", "SandboxPolicy", "SandboxUnavailable", "WorkspaceMount",
+    "SANDBOX_HOME", "WORKSPACE", "BubblewrapSandbox", "CommandResult", "HostSandbox",
+    "LayersUnavailable", "LimitHit", "Mount", "Overlay", "Sandbox", "SandboxPolicy",
+    "SandboxUnavailable", "WorkspaceMount",
     "base_env", "interpreter_paths", "make_sandbox", "preflight", "sandbox_path_env",
 ]

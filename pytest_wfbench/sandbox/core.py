@@ -69,6 +69,11 @@ class SandboxUnavailable(Exception):
     """The sandbox cannot run here; the message says what to install or change."""
 
 
+class LayersUnavailable(SandboxUnavailable):
+    """A layered workspace's overlay did not mount for a command (the machine's
+    doing: no command of the arm can reach where the failure is written)."""
+
+
 @dataclass(frozen=True)
 class Mount:
     """A host path made visible (read-only unless ``writable``) inside the sandbox."""
@@ -235,6 +240,10 @@ class Sandbox(abc.ABC):
                 if hit is not None:
                     hits.append(hit)
                 cgroups.remove()
+        if isinstance(workspace, Overlay):
+            reason = workspace.take_failure()
+            if reason is not None:
+                raise LayersUnavailable(f"the workspace's layers did not mount: {reason}")
         if not hits and process.returncode in SIGXFSZ_EXITS:
             hits.append(LimitHit("file_size", limits.file_size))
         return CommandResult(

@@ -34,20 +34,22 @@ MOUNT_FAILED = 125
 MOUNT_OPTIONS = "userxattr,metacopy=off,index=off,xino=off"
 # Binds the layers under $m (the cell's mount folder), mounts the overlay at
 # $m/ws, and execs the sandbox. A mount that finds the upper layer still held by
-# the previous command's namespace (torn down asynchronously) is retried.
+# the previous command's namespace (torn down asynchronously) is retried. A
+# failure is written to $m/failed, which no sandboxed command can reach (an exit
+# status or a message of the command's own says nothing).
 SCRIPT = r"""
 m=$1; rw=$2; shift 2
 lowers=""; n=0
 while [ "$1" != "--" ]; do
   mkdir -p "$m/l$n" && mount --bind "$1" "$m/l$n" && mount -o remount,ro,bind "$m/l$n" \
-    || { echo "wfbench: overlay: cannot bind a lower layer" >&2; exit 125; }
+    || { echo "cannot bind a lower layer" > "$m/failed"; exit 125; }
   lowers="$lowers${lowers:+:}$m/l$n"; n=$((n+1)); shift
 done
 shift
 options="lowerdir=$lowers,@OPTIONS@"
 if [ "$rw" != - ]; then
   mkdir -p "$m/rw" && mount --bind "$rw" "$m/rw" \
-    || { echo "wfbench: overlay: cannot bind the upper layer" >&2; exit 125; }
+    || { echo "cannot bind the upper layer" > "$m/failed"; exit 125; }
   options="$options,upperdir=$m/rw/upper,workdir=$m/rw/work"
 fi
 mkdir -p "$m/ws"
@@ -55,7 +57,7 @@ tries=0
 until mount -t overlay wfbench -o "$options" "$m/ws" 2>"$m/error"; do
   tries=$((tries+1))
   if [ "$tries" -ge 100 ]; then
-    echo "wfbench: overlay: $(cat "$m/error")" >&2; exit 125
+    cat "$m/error" > "$m/failed"; exit 125
   fi
   sleep 0.05
 done
@@ -82,6 +84,16 @@ class Overlay:
     def merged(self) -> Path:
         """The merged tree's path inside the command's mount namespace."""
         return self.mount_dir / "ws"
+
+    def take_failure(self) -> str | None:
+        """Why the last command's layers could not be mounted, or None (read once)."""
+        failed = self.mount_dir / "failed"
+        try:
+            reason = failed.read_text(errors="replace").strip()
+        except OSError:
+            return None
+        failed.unlink(missing_ok=True)
+        return reason or "the overlay did not mount"
 
     def prefix(self, unshare: str) -> list[str]:
         """The command line that mounts the overlay and then execs what follows."""
