@@ -21,7 +21,7 @@ from pytest_wfbench.aggregate import Summary
 from pytest_wfbench.audit.report import audit_tasks
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.control.hooks import ControlHooks
-from pytest_wfbench.control.signals import Cancellation, register_worker
+from pytest_wfbench.control.signals import Cancellation, register_controller, register_worker
 from pytest_wfbench.control.start import (
     close_session,
     open_session,
@@ -158,6 +158,7 @@ def _start_controller(sweep: Sweep) -> None:
         prefix = "sandbox preflight failed: " if isinstance(error, SandboxUnavailable) else ""
         raise pytest.UsageError(f"wfbench: {prefix}{error}") from error
     sweep.start()
+    register_controller(sweep.identity.work_dir)
     open_session(sweep, prepare_plan(sweep))
     sweep.store.write_text(ENVIRONMENT, json.dumps(sweep.environment(), indent=2))
     # Built before any cell, once per machine: no cell pays for it.

@@ -45,7 +45,14 @@ def slow_suite(base: Path, marker: str) -> Suite:
         "sleeper": script_arm('sleep "${WFBENCH_TEST_SLEEP:-0.1}"')})
 
 
-def interrupt(suite: Suite, cwd: Path, extra: list[str], *, group: bool, signum: int,
+def a_worker(suite: Suite) -> int:
+    """The pid of one of the sweep's xdist workers (they register in its work dir)."""
+    record = json.loads((suite.out / "sweep.json").read_text())
+    workers = Path(record["sessions"][-1]["work_dir"]) / "workers"
+    return int(sorted(workers.iterdir())[0].name)
+
+
+def interrupt(suite: Suite, cwd: Path, extra: list[str], *, group: bool | None, signum: int,
               twice: bool, running: int, marker: str) -> int:
     command = [sys.executable, "-m", "pytest", *suite.args(*extra)]
     process = subprocess.Popen(command, cwd=cwd, start_new_session=True,
@@ -58,7 +65,9 @@ def interrupt(suite: Suite, cwd: Path, extra: list[str], *, group: bool, signum:
                 else "ended"
             time.sleep(0.05)
         for _ in range(2 if twice else 1):
-            if group:
+            if group is None:
+                os.kill(a_worker(suite), signum)
+            elif group:
                 os.killpg(process.pid, signum)
             else:
                 os.kill(process.pid, signum)
@@ -79,6 +88,7 @@ CASES = {
     "SIGTERM to the controller, -n 2": (["-n", "2"], False, signal.SIGTERM, False, 2),
     "SIGTERM to the process group, -n 2": (["-n", "2"], True, signal.SIGTERM, False, 2),
     "two Ctrl-C in quick succession, -n 2": (["-n", "2"], True, signal.SIGINT, True, 2),
+    "SIGTERM to a worker, -n 2": (["-n", "2"], None, signal.SIGTERM, False, 2),
 }
 
 

@@ -7,10 +7,11 @@ second signal never cuts the clean-up short.
   cell's row says ``cancelled``, pytest stops. Later signals are noted and
   ignored while the rows, the report and the clean-up are written.
 - The xdist controller forwards the signal to its workers (they register their
-  pids in the work dir) and keeps receiving their events: each worker finishes
-  with its cancelled row, xdist stops as for a worker's Ctrl-C, and the
-  controller writes the unrun cells' rows and the report, then removes the work
-  dir. If workers do not finish within a grace period, the controller stops
+  pids in the work dir; a worker that gets a signal first tells the controller,
+  so a signal anywhere cancels the whole sweep) and keeps receiving their
+  events: each worker finishes with its cancelled row, xdist stops as for a
+  worker's Ctrl-C, and the controller writes the unrun cells' rows and the
+  report, then removes the work dir. If workers do not finish within a grace period, the controller stops
   anyway (xdist then ends them).
 - Every process marks the sweep stopped (:mod:`.stop`), so no cell starts
   after the signal anywhere.
@@ -34,11 +35,27 @@ WORKERS = "workers"
 GRACE_S = 120.0
 
 
+CONTROLLER = "controller.pid"
+
+
+def register_controller(work_dir: Path) -> None:
+    """The controller says where a worker that got a signal tells the sweep."""
+    (work_dir / CONTROLLER).write_text(str(os.getpid()))
+
+
 def register_worker(work_dir: Path) -> None:
     """A worker says where signals reach it."""
     folder = work_dir / WORKERS
     folder.mkdir(parents=True, exist_ok=True)
     (folder / str(os.getpid())).write_text("")
+
+
+def controller_pid(work_dir: Path) -> int | None:
+    try:
+        pid = int((work_dir / CONTROLLER).read_text())
+    except (OSError, ValueError):
+        return None
+    return pid if pid != os.getpid() else None
 
 
 def worker_pids(work_dir: Path) -> list[int]:
@@ -92,6 +109,12 @@ class Cancellation:
         self.signal_name = name
         self.on_cancel(name)
         if not self.forwards:
+            # A worker's signal cancels the whole sweep: the controller hands it on
+            # to the other workers (and this one ignores it then).
+            pid = controller_pid(self.work_dir)
+            if pid is not None and pid == os.getppid():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
             raise KeyboardInterrupt
         self._say(f"wfbench: {name}: stopping; every worker finishes its running cell's row")
         for pid in worker_pids(self.work_dir):
