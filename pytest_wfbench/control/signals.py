@@ -11,8 +11,8 @@ second signal never cuts the clean-up short.
   so a signal anywhere cancels the whole sweep) and keeps receiving their
   events: each worker finishes with its cancelled row, xdist stops as for a
   worker's Ctrl-C, and the controller writes the unrun cells' rows and the
-  report, then removes the work dir. If workers do not finish within a grace period, the controller stops
-  anyway (xdist then ends them).
+  report, then removes the work dir. If workers do not finish within a grace
+  period, the controller stops anyway (xdist then ends them).
 - Every process marks the sweep stopped (:mod:`.stop`), so no cell starts
   after the signal anywhere.
 """
