@@ -173,8 +173,9 @@ def test_a_shard_runs_its_tasks_and_says_so_in_every_row_and_in_sweep_json(
     result.stdout.fnmatch_lines(["*test_cell[[]fix-add-gold-r1[]]", "*fix-add-noop-r1*",
                                  "*test_cell[[]fix-add-3-gold-r1[]]", "*fix-add-3-noop-r1*",
                                  "4 tests collected*"])
+    # Every xdist worker collects again and must pick the same cells.
     result = pytester.runpytest_subprocess(*suite.args(
-        "--wfbench-shard", "2/2", "--wfbench-sweep-id", "ci-42"))
+        "--wfbench-shard", "2/2", "--wfbench-sweep-id", "ci-42", "-n", "2"))
     result.assert_outcomes(passed=1, xfailed=1)
     rows = suite.rows()
     assert {(r["cell_id"], r["shard"], r["sweep_id"]) for r in rows} == {
