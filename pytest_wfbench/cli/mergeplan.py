@@ -89,8 +89,9 @@ class Overlap:
     def note(self) -> str:
         if self.identical:
             return f"identical rows in {', '.join([self.kept, *self.dropped])}: taken once"
-        return (f"kept the row of {self.kept} (the first admissible measurement); the row of "
-                f"{', '.join(self.dropped)} went to superseded.jsonl")
+        return (f"kept the row of {self.kept} (as resume would: a counted row first, then the "
+                f"earliest recorded); the row of {', '.join(self.dropped)} went to "
+                "superseded.jsonl")
 
 
 @dataclass
