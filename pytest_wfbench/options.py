@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_wfbench.session import DEFAULT_ADMITTED_OUTPUT_CHARS
+from pytest_wfbench.shard import Shard, parse_shard, parse_sweep_id
 from pytest_wfbench.sweep import SweepOptions
 from pytest_wfbench.tasks import DEFAULT_TIMEOUT_S
 
@@ -83,6 +84,13 @@ MIN_KILL_RATE_HELP = ("a task whose oracle kills fewer of the mutants that pass 
                       "under-specified (default 0.6)")
 SUSPICIOUS_HELP = ("a resolved cell whose patch reaches into its judges: 'flag' (default: "
                    "resolved, listed as suspicious) or 'fail' (counted as unresolved)")
+SHARD_HELP = ("run only shard I of N (counted from 1) of the sweep's cells: a task's cells "
+              "stay together, tasks are spread by expected cost; needs --wfbench-sweep-id, "
+              "shared by all shards, which `wfbench merge` joins")
+SHARD_BALANCE_HELP = ("an earlier out dir whose rows' duration_s weigh the tasks between shards "
+                      "(default: a task weighs its number of cells)")
+SWEEP_ID_HELP = ("the sweep's id (letters, digits, '.', '_', '-'; default: new, from the time); "
+                 "every shard of one sweep is given the same one")
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -135,6 +143,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--wfbench-max-mutants", metavar="N", help=MAX_MUTANTS_HELP)
     group.addoption("--wfbench-min-kill-rate", metavar="SHARE", help=MIN_KILL_RATE_HELP)
     group.addoption("--wfbench-clone", choices=("auto", "overlay", "copy"), help=CLONE_HELP)
+    group.addoption("--wfbench-shard", metavar="I/N", help=SHARD_HELP)
+    group.addoption("--wfbench-shard-balance", metavar="DIR", help=SHARD_BALANCE_HELP)
+    group.addoption("--wfbench-sweep-id", metavar="ID", help=SWEEP_ID_HELP)
     parser.addini("wfbench_arms", ARMS_HELP)
     parser.addini("wfbench_model", MODEL_HELP)
     parser.addini("wfbench_effort", EFFORT_HELP)
@@ -263,6 +274,9 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
         max_mutants=_whole_number(config, "max_mutants", 20),
         min_kill_rate=_share(config, "min_kill_rate", 0.6),
         promotion=_promotion(config),
+        shard=_shard(config),
+        shard_balance=_shard_balance(config),
+        sweep_id=_sweep_id(config),
     )
 
 
@@ -315,6 +329,45 @@ def _promotion(config: pytest.Config) -> dict[str, Any]:
     except ValueError as error:
         raise pytest.UsageError(f"--wfbench-promotion-*: {error}") from None
     return policy
+
+
+def _shard(config: pytest.Config) -> Shard | None:
+    raw = config.getoption("wfbench_shard")
+    if raw is None:
+        return None
+    try:
+        shard = parse_shard(raw)
+    except ValueError as error:
+        raise pytest.UsageError(f"--wfbench-shard: {error}") from None
+    if config.getoption("wfbench_sweep_id") is None and not config.getoption("wfbench_resume"):
+        raise pytest.UsageError(
+            f"--wfbench-shard {shard.label} needs --wfbench-sweep-id ID: the id every shard of "
+            "the sweep is given (e.g. the CI run's id), so that `wfbench merge` joins them")
+    return shard
+
+
+def _shard_balance(config: pytest.Config) -> Path | None:
+    raw = config.getoption("wfbench_shard_balance")
+    if raw is None:
+        return None
+    if config.getoption("wfbench_shard") is None:
+        raise pytest.UsageError("--wfbench-shard-balance weighs the tasks between shards: it "
+                                "needs --wfbench-shard I/N")
+    path: Path = (config.invocation_params.dir / raw).resolve()
+    if not (path / "results.jsonl").is_file():
+        raise pytest.UsageError(f"--wfbench-shard-balance {raw}: {path} is not the out dir of a "
+                                "sweep (it has no results.jsonl)")
+    return path
+
+
+def _sweep_id(config: pytest.Config) -> str | None:
+    raw = config.getoption("wfbench_sweep_id")
+    if raw is None:
+        return None
+    try:
+        return parse_sweep_id(raw)
+    except ValueError as error:
+        raise pytest.UsageError(f"--wfbench-sweep-id: {error}") from None
 
 
 def _max_cost(config: pytest.Config) -> float | None:

@@ -125,6 +125,11 @@ def provenance(rows: list[dict[str, Any]], record: dict[str, Any]) -> dict[str, 
             {f"{r['cell_id']}: {r['error_kind']}" for r in rows
              if r.get("status") == "ran" and not r.get("counted")}) or None,
     }
+    shard = record.get("shard")
+    if isinstance(shard, dict) and shard.get("label"):
+        # One shard's out dir is part of a sweep by design; `wfbench merge` joins them.
+        facts["shard"] = (f"{shard['label']} of sweep {record.get('sweep_id')} (this out dir "
+                          "holds this shard's tasks only; wfbench merge joins the shards)")
     return facts
 
 

@@ -23,10 +23,10 @@ from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.control.hooks import ControlHooks
 from pytest_wfbench.control.signals import Cancellation, register_controller, register_worker
 from pytest_wfbench.control.start import (
+    chosen_sweep_id,
     close_session,
     open_session,
     prepare_plan,
-    resumed_sweep_id,
 )
 from pytest_wfbench.control.stop import ABORTED as STOP_ABORTED
 from pytest_wfbench.control.stop import CANCELLED as STOP_CANCELLED
@@ -49,6 +49,7 @@ from pytest_wfbench.review import fixtures as review_fixtures
 from pytest_wfbench.review.sweep import check_review_changes
 from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, preflight
+from pytest_wfbench.shard import ShardError
 from pytest_wfbench.store import (
     ENVIRONMENT,
     REPORT,
@@ -101,11 +102,11 @@ def pytest_configure(config: pytest.Config) -> None:
             sweep.expect_oracle_digests(workerinput["wfbench_oracles"])
         else:
             task_files = load_sweep_files(options)
-            continued = resumed_sweep_id(options.out_dir) if options.resume else None
             identity = SweepIdentity.new(suite_name(task_files), options.out_dir,
-                                         config.rootpath / "reports", sweep_id=continued)
+                                         config.rootpath / "reports",
+                                         sweep_id=chosen_sweep_id(options))
             sweep = Sweep(options, identity, worker="main", task_files=task_files)
-    except (TaskFileError, AgentArmError, OutDirError) as error:
+    except (TaskFileError, AgentArmError, OutDirError, ShardError) as error:
         raise pytest.UsageError(f"wfbench: {error}") from error
     collect_only = bool(config.getoption("collectonly"))
     if is_controller(config) and not collect_only:

@@ -120,6 +120,11 @@ class Row:
     review: dict[str, Any] | None = None
     """The review's score (``ReviewScore.to_json``: counts and shares, never the
     labels' content) when it was scored."""
+    shard: str | None = None
+    """``I/N`` when the sweep ran as shards (--wfbench-shard), else None."""
+    merged_from: str | None = None
+    """A row ``wfbench merge`` took from another sweep: the id it was measured in
+    (``sweep_id`` is then the merged sweep's). None otherwise."""
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -295,7 +300,7 @@ class RowCell(Protocol):
 
 def make_row(
     *, cell: RowCell, record: CellRecord, sweep_id: str, sandbox_backend: str, worker: str,
-    duration_s: float, identity: dict[str, Any] | None = None,
+    duration_s: float, identity: dict[str, Any] | None = None, shard: str | None = None,
 ) -> Row:
     """Turn a cell's record into its row: outcome, figures and provenance."""
     skipped = record.skip_reason is not None
@@ -345,4 +350,5 @@ def make_row(
         started_at=record.started_at, recorded_at=utc_now(),
         review_scored=record.review_scored,
         review=None if record.review is None else dict(record.review),
+        shard=shard,
     )

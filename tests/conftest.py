@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.rowschema import RowAudit
+
 # Every sweep the tests run shares one cache dir (the judges' trusted bytecode is
 # built once); pytester gives each test its own HOME, so the default would not.
 os.environ.setdefault("WFBENCH_CACHE_DIR",
@@ -126,6 +128,22 @@ def write_suite(
     # JSON is YAML: no quoting surprises in generated suites.
     task_file.write_text(json.dumps(document, indent=2))
     return Suite(root=base, task_file=task_file, out=base / "out")
+
+
+@pytest.fixture(autouse=True)
+def row_audit(request: pytest.FixtureRequest) -> Iterator[RowAudit]:
+    """After every test with a pytester or tmp_path folder: every row the sweeps
+    it ran wrote validates against the shipped rows schema (tests/rowschema.py)."""
+    roots = [request.getfixturevalue(name).path if name == "pytester"
+             else request.getfixturevalue(name)
+             for name in ("pytester", "tmp_path") if name in request.fixturenames]
+    audit = RowAudit(roots)
+    yield audit
+    check = audit.check()
+    if check.errors:
+        shown = "\n".join(check.errors[:20])
+        pytest.fail(f"{len(check.errors)} schema errors in rows the sweeps of this test wrote "
+                    f"(pytest_wfbench/row.schema.json, docs/rows.md):\n{shown}", pytrace=False)
 
 
 @pytest.fixture

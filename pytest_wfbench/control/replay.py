@@ -55,11 +55,11 @@ def copy_artifacts(names: list[str], source_dir: Path, out_dir: Path) -> list[st
 
 
 def reused_row(planned: Planned, *, sweep_id: str, worker: str, source_dir: Path,
-               out_dir: Path) -> dict[str, Any]:
-    """The row a reused cell writes: the earlier row, in this sweep."""
+               out_dir: Path, shard: str | None = None) -> dict[str, Any]:
+    """The row a reused cell writes: the earlier row, in this sweep (and shard)."""
     assert planned.mode == REUSED
     row = dict(planned.row)
     row["artifacts"] = copy_artifacts(list(row.get("artifacts") or []), source_dir, out_dir)
     row.update(sweep_id=sweep_id, reused=True, worker=worker,
-               reused_from=planned.row.get("sweep_id"))
+               reused_from=planned.row.get("sweep_id"), shard=shard)
     return row

@@ -23,7 +23,7 @@ from pytest_wfbench.store import (
     read_sweep_record,
     write_sweep_record,
 )
-from pytest_wfbench.sweep import Sweep
+from pytest_wfbench.sweep import Sweep, SweepOptions
 from pytest_wfbench.workspace.fs import remove_tree
 from pytest_wfbench.workspace.template import tree_digest
 
@@ -41,6 +41,27 @@ def resumed_sweep_id(out_dir: Path | None) -> str:
             return str(row["sweep_id"])
     raise OutDirError(f"--wfbench-resume: {out_dir} holds no rows of a sweep to continue; "
                       "drop --wfbench-resume to start a sweep there")
+
+
+def chosen_sweep_id(options: SweepOptions) -> str | None:
+    """The sweep's id: a resumed sweep's own (--wfbench-sweep-id, when given, must be
+    it, and its shard must be this one), else --wfbench-sweep-id, else None (new)."""
+    if not options.resume:
+        return options.sweep_id
+    sweep_id = resumed_sweep_id(options.out_dir)
+    if options.sweep_id is not None and options.sweep_id != sweep_id:
+        raise OutDirError(f"--wfbench-sweep-id {options.sweep_id}: the sweep in {options.out_dir} "
+                          f"to resume is {sweep_id}; give that id or none")
+    record = read_sweep_record(options.out_dir) if options.out_dir is not None else None
+    recorded = ((record or {}).get("shard") or {}).get("label")
+    asked = options.shard.label if options.shard is not None else None
+    if recorded != asked:
+        held = f"shard {recorded}" if recorded else "a whole sweep"
+        wanted = f"shard {asked}" if asked else "a whole sweep"
+        flag = f"--wfbench-shard {recorded}" if recorded else "no --wfbench-shard"
+        raise OutDirError(f"--wfbench-resume: {options.out_dir} holds {held} of sweep "
+                          f"{sweep_id}, not {wanted}: resume it with {flag}")
+    return sweep_id
 
 
 def prepare_plan(sweep: Sweep, now: datetime | None = None) -> Plan:
@@ -116,6 +137,7 @@ def open_session(sweep: Sweep, plan: Plan) -> dict[str, Any]:
             "candidate_overlay": str(options.candidate_overlay)
             if options.candidate_overlay else None,
         },
+        "shard": sweep.shard_plan.to_json() if sweep.shard_plan is not None else None,
     })
     sessions = record.setdefault("sessions", [])
     summary = plan.to_json()

@@ -48,6 +48,7 @@ from pytest_wfbench.oracle import ExpectationCache, OracleSnapshot
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.row import CellRecord, Row, make_row
 from pytest_wfbench.sandbox import Sandbox, SandboxPolicy, make_sandbox
+from pytest_wfbench.shard.glue import apply_shard
 from pytest_wfbench.store import ResultsStore
 from pytest_wfbench.sweep.settings import (
     AgentArmError,
@@ -89,6 +90,9 @@ class Sweep:
                                             options.random_seed)
             for task_file in self.task_files
         }
+        # --wfbench-shard: only this shard's tasks (the same choice in every process).
+        self.cells, self.scenario_cells, self.shard_plan = apply_shard(
+            self.cells, self.scenario_cells, options.shard, options.shard_balance)
         digests: dict[tuple[Path | None, str | None], OracleSnapshot] = {}
         self.oracles: dict[str, OracleSnapshot] = {}
         for task_file in self.task_files:
@@ -376,7 +380,8 @@ class Sweep:
         if planned.mode == REUSED:
             assert self.options.reuse_dir is not None
             data = reused_row(planned, sweep_id=self.sweep_id, worker=self.worker,
-                              source_dir=self.options.reuse_dir, out_dir=self.identity.out_dir)
+                              source_dir=self.options.reuse_dir, out_dir=self.identity.out_dir,
+                              shard=self.shard_label)
             self.store.append(data)
             return row_from_json(self.redactor.data(data))
         return row_from_json(planned.row)
@@ -408,7 +413,7 @@ class Sweep:
         row = make_row(
             cell=cell, record=record, sweep_id=self.sweep_id, sandbox_backend=backend,
             worker=self.worker, duration_s=duration_s,
-            identity=self.cell_identity(cell).to_json(),
+            identity=self.cell_identity(cell).to_json(), shard=self.shard_label,
         )
         # Everything a row says reaches terminals, junit and reports: redacted, and
         # with the arm's control sequences made inert.
@@ -428,6 +433,11 @@ class Sweep:
         self.store.append(row.to_json())
         record.row = row
         return row
+
+    @property
+    def shard_label(self) -> str | None:
+        """``I/N`` with --wfbench-shard (recorded in every row), else None."""
+        return self.options.shard.label if self.options.shard is not None else None
 
     @property
     def sandbox_backend(self) -> str:

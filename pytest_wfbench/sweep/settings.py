@@ -14,6 +14,7 @@ from typing import Any
 from pytest_wfbench.cells import (
     KNOWN_ARMS,
 )
+from pytest_wfbench.shard.plan import Shard
 from pytest_wfbench.tasks import (
     DEFAULT_TIMEOUT_S,
     TaskFile,
@@ -73,6 +74,12 @@ class SweepOptions:
     """Below it, a task's oracle is under-specified (the audit)."""
     clone: str = "auto"
     """``overlay`` (layered clones), ``copy``, or ``auto``: layered where the kernel allows."""
+    shard: Shard | None = None
+    """--wfbench-shard I/N: this process runs only shard I's tasks (:mod:`pytest_wfbench.shard`)."""
+    shard_balance: Path | None = None
+    """--wfbench-shard-balance DIR: an earlier out dir whose durations weigh the tasks."""
+    sweep_id: str | None = None
+    """--wfbench-sweep-id ID: the sweep's id, shared by all its shards (otherwise new)."""
 
 
 @dataclass(frozen=True)
