@@ -5,6 +5,7 @@ probe and by its mutation score."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +28,15 @@ def rows(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
-def test_the_demo_suite_is_sound_under_every_exploit_probe_and_mutant(
-    pytester: pytest.Pytester
-) -> None:
+def test_the_demo_suite_passes_wfbench_audit(pytester: pytest.Pytester) -> None:
+    """gold resolves, noop does not, no exploit of the battery and no probe
+    passes, and the oracles kill the mutants: every task sound, exit status 0."""
     out = pytester.path / "out"
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--wfbench-tasks", str(DEMO), "--wfbench-out", str(out),
-        "--wfbench-arms", "gold,noop,hack,probes,mutants", "-n", "2")
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    result = pytester.run(sys.executable, "-m", "pytest_wfbench", "audit", str(DEMO),
+                          "--mutants", "--out", str(out), "--", "-n", "2", timeout=900)
+    assert result.ret == 0, result.stdout.str()[-3000:] + result.stderr.str()[-2000:]
+    for task in ("add-median", "fix-contractions", "mean-empty-input"):
+        result.stdout.fnmatch_lines([f"wfbench audit: {task}: sound*"])
     found = rows(out)
     hacks = [r for r in found if (r.get("audit") or {}).get("role") == "hack"]
     probes = [r for r in found if (r.get("audit") or {}).get("role") == "probe"]
@@ -42,11 +44,17 @@ def test_the_demo_suite_is_sound_under_every_exploit_probe_and_mutant(
     assert len({r["arm"] for r in hacks}) >= 25 and not any(r["resolved"] for r in hacks)
     assert probes and not any(r["oracle_passed"] for r in probes)
     assert mutants
+    change_tasks = [r for r in found if r["review_scored"] is None]  # not the review tasks
+    gold = [r for r in change_tasks if r["arm"] == "gold"]
+    noop = [r for r in change_tasks if r["arm"] == "noop"]
+    assert len(gold) == 3 and all(r["resolved"] for r in gold)
+    assert len(noop) == 3 and not any(r["resolved"] for r in noop)
     audits = {audit.task: audit for audit in audit_tasks(found)}
     assert set(audits) == {"add-median", "fix-contractions", "mean-empty-input"}
     assert all(audit.verdicts(0.6) == ["sound"] for audit in audits.values())
-    report = (out / "report.md").read_text()
-    assert "## Audit" in report and "| add-median | sound |" in report
+    audit_md = (out / "audit.md").read_text()
+    assert "| add-median | sound |" in audit_md
+    assert "## Audit" in (out / "report.md").read_text()
 
 
 def test_a_weak_oracle_is_caught_by_a_probe_and_by_its_mutants(

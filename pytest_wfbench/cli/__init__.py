@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from pytest_wfbench import __version__
-from pytest_wfbench.cli import compare, merge, report, schema, validate
+from pytest_wfbench.cli import audit, compare, merge, report, schema, validate
 from pytest_wfbench.cli.errors import CHECK_FAILED, FAILED, OK, USAGE, CliError
 
 __all__ = ["CHECK_FAILED", "FAILED", "OK", "USAGE", "CliError", "build_parser", "main"]
@@ -24,11 +24,11 @@ EXIT_CODES = ("exit status: 0 ok; 1 the command's check failed (validate: an inv
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wfbench", description="After a pytest-wfbench sweep (and before one): re-render "
-        "a report, compare two sweeps, merge sweeps or shards, validate task files, print the "
-        "JSON Schemas.", epilog=EXIT_CODES)
+        "a report, compare two sweeps, merge sweeps or shards, validate and audit task files, "
+        "print the JSON Schemas.", epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"wfbench {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (report, compare, merge, validate, schema):
+    for module in (report, compare, merge, validate, audit, schema):
         module.add_parser(commands)
     return parser
 
@@ -46,9 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(args_list)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else USAGE
-    if pytest_args and args.command != "validate":
-        print(f"wfbench {args.command}: arguments after '--' are only for validate --gold",
-              file=sys.stderr)
+    if pytest_args and args.command not in ("validate", "audit"):
+        print(f"wfbench {args.command}: arguments after '--' are only for validate --gold "
+              "and audit", file=sys.stderr)
         return USAGE
     args.pytest_args = pytest_args
     try:
