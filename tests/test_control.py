@@ -62,6 +62,7 @@ def test_the_ledger_admits_only_what_the_budget_can_pay(tmp_path: Path) -> None:
     assert ledger.admit("c4", "a") is not None and ledger.spent() == 2.0
 
 
+@pytest.mark.cli
 def test_a_budget_below_three_cells_runs_no_more_than_it_allows(
     pytester: pytest.Pytester, sweep: Any
 ) -> None:
@@ -96,6 +97,7 @@ def test_a_budget_needs_the_model_priced(pytester: pytest.Pytester, api_key: str
     assert pytester.runpytest_subprocess(*args).ret == pytest.ExitCode.OK
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]])
 def test_the_outage_breaker_stops_starting_cells(
     pytester: pytest.Pytester, sweep: Any, workers: list[str]
