@@ -184,19 +184,45 @@ def _setting(config: pytest.Config, name: str) -> Any:
     return value if value is not None else (config.getini(f"wfbench_{name}") or None)
 
 
-def _positive_int(config: pytest.Config, name: str, default: int) -> int:
-    raw = _setting(config, name)
+def _number(config: pytest.Config, name: str, kind: type[int] | type[float], default: Any, *,
+            low: float, high: float | None = None, strict: bool = False, what: str,
+            ini: bool = True, strip: str = "") -> Any:
+    """A number option (command line first, then its ini key when it has one),
+    within bounds: ``low`` (excluded when ``strict``) and ``high``; ``strip``:
+    characters a value may start with (``$`` of an amount)."""
+    raw = _setting(config, name) if ini else config.getoption(f"wfbench_{name}")
     if raw is None:
         return default
+    value: float | None
     try:
-        value = int(raw)
+        value = kind(str(raw).strip().lstrip(strip))
     except ValueError:
-        value = 0
-    if value < 1:
-        flag = f"--wfbench-{name.replace('_', '-')}"
-        raise pytest.UsageError(f"{flag} (or ini wfbench_{name}) must be a positive whole "
-                                f"number, got {raw!r}")
+        value = None
+    bad = (value is None or value != value or abs(value) == float("inf") or value < low
+           or (strict and value == low) or (high is not None and value > high))
+    if bad:
+        flag = f"--wfbench-{name.replace('_', '-')}" + (f" (or ini wfbench_{name})" if ini
+                                                        else "")
+        raise pytest.UsageError(f"{flag} must be {what}, got {raw!r}")
     return value
+
+
+def _positive_int(config: pytest.Config, name: str, default: int) -> int:
+    return int(_number(config, name, int, default, low=1, what="a positive whole number"))
+
+
+def _whole_number(config: pytest.Config, name: str, default: int) -> int:
+    return int(_number(config, name, int, default, low=0, what="a whole number >= 0"))
+
+
+def _share(config: pytest.Config, name: str, default: float) -> float:
+    return float(_number(config, name, float, default, low=0.0, high=1.0, ini=False,
+                         what="a share between 0 and 1"))
+
+
+def _positive_number(config: pytest.Config, name: str, default: float) -> float:
+    return float(_number(config, name, float, default, low=0.0, strict=True, ini=False,
+                         what="a positive number"))
 
 
 def _arms(config: pytest.Config) -> tuple[str, ...] | None:
@@ -280,20 +306,6 @@ def options_from_config(config: pytest.Config) -> SweepOptions:
     )
 
 
-def _share(config: pytest.Config, name: str, default: float) -> float:
-    raw = config.getoption(f"wfbench_{name}")
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise pytest.UsageError(f"--wfbench-{name.replace('_', '-')} must be a share between 0 "
-                                f"and 1, got {raw!r}")
-    return value
-
-
 def _overlay(config: pytest.Config) -> Path | None:
     raw = config.getoption("wfbench_candidate_overlay")
     if raw is None:
@@ -371,31 +383,9 @@ def _sweep_id(config: pytest.Config) -> str | None:
 
 
 def _max_cost(config: pytest.Config) -> float | None:
-    raw = _setting(config, "max_cost")
-    if raw is None:
-        return None
-    try:
-        value = float(str(raw).lstrip("$"))
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise pytest.UsageError(f"--wfbench-max-cost (or ini wfbench_max_cost) must be a "
-                                f"positive amount of USD, got {raw!r}")
-    return value
-
-
-def _whole_number(config: pytest.Config, name: str, default: int) -> int:
-    raw = _setting(config, name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise pytest.UsageError(f"--wfbench-{name.replace('_', '-')} (or ini wfbench_{name}) "
-                                f"must be a whole number >= 0, got {raw!r}")
-    return value
+    value = _number(config, "max_cost", float, None, low=0.0, strict=True, strip="$",
+                    what="a positive amount of USD")
+    return None if value is None else float(value)
 
 
 def _reuse_dir(config: pytest.Config) -> Path | None:
@@ -407,20 +397,6 @@ def _reuse_dir(config: pytest.Config) -> Path | None:
         raise pytest.UsageError(f"--wfbench-reuse {raw}: {path} is not the out dir of a sweep "
                                 "(it has no results.jsonl)")
     return path
-
-
-def _positive_number(config: pytest.Config, name: str, default: float) -> float:
-    raw = config.getoption(f"wfbench_{name}")
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value != value or value == float("inf"):
-        raise pytest.UsageError(f"--wfbench-{name.replace('_', '-')} must be a positive number, "
-                                f"got {raw!r}")
-    return value
 
 
 def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default: str) -> str:
