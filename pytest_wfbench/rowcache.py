@@ -1,0 +1,191 @@
+"""Each row's projection (:mod:`pytest_wfbench.projection`) kept beside
+results.jsonl, so that a report of 100,000 rows does not parse 300 MB of JSON
+again: parsing is most of its cost.
+
+The cache (``.results.projections`` in the out dir) is never trusted for what
+the file says: an entry is found by the digest of a row's line (its exact
+bytes, with the harness's version and the projection's format), so a line that
+changed, moved or was rewritten (a compacted results file, a merge) is either
+found by its own bytes or parsed again; a line the cache does not know is
+always parsed. Entries are appended by the process that writes the rows, under
+the results file's lock, and rewritten whole when a report found the cache
+stale. An entry is the projection of a row that is not listed, or None for a
+listed row (the report parses that line itself: it needs the whole row). The
+file is a sequence of frames, each ``MAGIC, length, crc32, payload`` with the
+payload a ``marshal`` of ``[(digest, entry), ...]`` (plain data only); a torn or
+corrupted frame ends the reading, and what it held is parsed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import marshal
+import os
+import struct
+import sys
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from pytest_wfbench import __version__
+from pytest_wfbench.projection import listed, project
+
+CACHE = ".results.projections"
+FORMAT = 1
+"""Of the entries: a change of the projected fields must change it."""
+MAGIC = b"WFP1"
+HEADER = struct.Struct("<4sII")
+KEY_PREFIX = (f"wfbench-projection\0{FORMAT}\0{__version__}\0{sys.version_info[:2]}\0"
+              f"{marshal.version}\0").encode()
+
+Row = dict[str, Any]
+Entry = Row | None
+
+
+def line_key(line: bytes) -> bytes:
+    """The key of a row's line: its bytes, digested with what decides its entry."""
+    return hashlib.sha256(KEY_PREFIX + line).digest()[:16]
+
+
+def entry_of(row: Row) -> Entry:
+    return None if listed(row) else project(row)
+
+
+def _frame(entries: list[tuple[bytes, Entry]]) -> bytes:
+    payload = marshal.dumps(entries)
+    return HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
+def _frames(stream: IO[bytes]) -> Iterator[list[tuple[bytes, Entry]]]:
+    while header := stream.read(HEADER.size):
+        if len(header) < HEADER.size:
+            return
+        magic, length, crc = HEADER.unpack(header)
+        if magic != MAGIC:
+            return
+        payload = stream.read(length)
+        if len(payload) < length or zlib.crc32(payload) != crc:
+            return
+        try:
+            entries = marshal.loads(payload)
+        except (ValueError, EOFError, TypeError):
+            return
+        if isinstance(entries, list):
+            yield entries
+
+
+def load_entries(out_dir: Path) -> tuple[dict[bytes, Entry], int]:
+    """The cache's entries by key, and how many frames held them (none when
+    there is no cache, or it cannot be read)."""
+    entries: dict[bytes, Entry] = {}
+    frames = 0
+    try:
+        stream = (out_dir / CACHE).open("rb")
+    except OSError:
+        return entries, 0
+    with stream:
+        for frame in _frames(stream):
+            frames += 1
+            for item in frame:
+                if (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], bytes)
+                        and (item[1] is None or isinstance(item[1], dict))):
+                    entries[item[0]] = item[1]
+    return entries, frames
+
+
+def append_entries(out_dir: Path, lines: Iterable[bytes]) -> None:
+    """Add the entries of rows just written (their lines, as written). The
+    caller holds the results file's lock. A cache that cannot be written costs
+    only the next report a parse."""
+    entries = []
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            row = json.loads(line)
+            if isinstance(row, dict):
+                entries.append((line_key(line), entry_of(row)))
+    if not entries:
+        return
+    with contextlib.suppress(OSError, ValueError), (out_dir / CACHE).open("ab") as out:
+        out.write(_frame(entries))
+
+
+def rewrite_entries(out_dir: Path, entries: list[tuple[bytes, Entry]]) -> None:
+    """Replace the cache by exactly these entries, in one frame."""
+    path = out_dir / CACHE
+    temporary = path.with_name(f"{CACHE}.{os.getpid()}.new")
+    try:
+        temporary.write_bytes(_frame(entries))
+        os.replace(temporary, path)
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+
+
+@dataclass
+class CacheUse:
+    """What reading the results with the cache did (for the benchmark)."""
+
+    lines: int = 0
+    hits: int = 0
+    missed: int = 0
+    """Lines the cache did not know (parsed, or torn)."""
+    parsed: int = 0
+    """Lines parsed: those the cache did not know, and listed rows."""
+    rewritten: bool = False
+    frames: int = 0
+    stale: int = 0
+    """Entries of the cache that no line of the file had."""
+
+
+def _parsed(line: bytes) -> Row | None:
+    try:
+        row = json.loads(line)
+    except ValueError:  # a torn line (a process killed mid-write), or not UTF-8
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def latest_rows(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
+                use: CacheUse | None = None) -> list[Row]:
+    """The last row of each cell of the sweep (of every sweep when None) among
+    the lines of out_dir's results file, in the order cells first appeared,
+    each as its projection (listed rows whole): what ``latest_per_cell(iter_rows(
+    results, sweep_id))`` gives, projected. Lines that do not parse are skipped.
+    Rewrites the cache when it was stale or missed lines."""
+    use = use if use is not None else CacheUse()
+    cached, use.frames = load_entries(out_dir)
+    latest: dict[str, Row] = {}
+    seen: list[tuple[bytes, Entry]] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        use.lines += 1
+        key = line_key(line)
+        if key in cached:
+            use.hits += 1
+            entry = cached[key]
+            row = entry
+        else:
+            use.missed += 1
+            row = _parsed(line)
+            if row is None:
+                continue
+            use.parsed += 1
+            entry = entry_of(row)
+        if row is None:  # a listed row: the report needs all of it
+            row = _parsed(line)
+            if row is None:
+                continue
+            use.parsed += 1
+        seen.append((key, entry))
+        if sweep_id is None or row.get("sweep_id") == sweep_id:
+            latest[str(row.get("cell_id"))] = entry if entry is not None else row
+    use.stale = len(cached.keys() - {key for key, _ in seen})
+    if use.missed or use.stale:
+        rewrite_entries(out_dir, seen)
+        use.rewritten = True
+    return list(latest.values())
