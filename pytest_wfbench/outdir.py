@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_wfbench.aggregate import Summary, summarize
+from pytest_wfbench.heap import collector_paused
 from pytest_wfbench.lanes.report import render_lanes
 from pytest_wfbench.render.html import HtmlReport, html_available, write_html_report
 from pytest_wfbench.report import overhead_section, render_markdown, trust_sections
@@ -151,6 +152,11 @@ def build_report(out_dir: Path, *, baseline_arm: str | None = None,
     read one at a time and kept as their projections (listed rows whole: see
     :mod:`pytest_wfbench.projection`), through the out dir's row cache
     (:mod:`pytest_wfbench.rowcache`, which ``use`` reports on)."""
+    with collector_paused():  # rows hold no cycle: see pytest_wfbench.heap
+        return _build_report(out_dir, baseline_arm, use)
+
+
+def _build_report(out_dir: Path, baseline_arm: str | None, use: CacheUse | None) -> OutDirReport:
     record = read_json(out_dir / SWEEP) or {}
     rows = latest_rows(out_dir, result_lines(out_dir / RESULTS), record.get("sweep_id"), use)
     environment = read_json(out_dir / ENVIRONMENT)

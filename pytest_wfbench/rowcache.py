@@ -9,11 +9,12 @@ changed, moved or was rewritten (a compacted results file, a merge) is either
 found by its own bytes or parsed again; a line the cache does not know is
 always parsed. Entries are appended by the process that writes the rows, under
 the results file's lock, and rewritten whole when a report found the cache
-stale. An entry is the projection of a row that is not listed, or None for a
-listed row (the report parses that line itself: it needs the whole row). The
-file is a sequence of frames, each ``MAGIC, length, crc32, payload`` with the
-payload a ``marshal`` of ``[(digest, entry), ...]`` (plain data only); a torn or
-corrupted frame ends the reading, and what it held is parsed again.
+stale. An entry is a row's projection (the whole row, for a row the report
+lists). The file is a sequence of frames, each ``MAGIC, tag, length, crc32,
+payload``: the tag names the projection's format and the harness (a frame of
+another is passed over), the payload is a ``marshal`` of ``[(digest, entry),
+...]`` (plain data only). A torn or corrupted frame ends the reading, and the
+lines it held are parsed again.
 """
 
 from __future__ import annotations
@@ -32,44 +33,45 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_wfbench import __version__
-from pytest_wfbench.projection import listed, project
+from pytest_wfbench.projection import project
 
 CACHE = ".results.projections"
 FORMAT = 1
 """Of the entries: a change of the projected fields must change it."""
 MAGIC = b"WFP1"
-HEADER = struct.Struct("<4sII")
-KEY_PREFIX = (f"wfbench-projection\0{FORMAT}\0{__version__}\0{sys.version_info[:2]}\0"
-              f"{marshal.version}\0").encode()
+TAG = hashlib.sha256(f"{FORMAT}\0{__version__}\0{sys.version_info[:2]}\0{marshal.version}"
+                     .encode()).digest()[:8]
+"""What decides an entry besides its line: the projection's format, the
+harness, the interpreter's marshal. A frame of another tag is passed over."""
+HEADER = struct.Struct("<4s8sII")
 
 Row = dict[str, Any]
-Entry = Row | None
+Entry = Row
+"""A row's projection (the whole row when the report lists it)."""
 
 
 def line_key(line: bytes) -> bytes:
-    """The key of a row's line: its bytes, digested with what decides its entry."""
-    return hashlib.sha256(KEY_PREFIX + line).digest()[:16]
-
-
-def entry_of(row: Row) -> Entry:
-    return None if listed(row) else project(row)
+    """The key of a row's line: the digest of its bytes."""
+    return hashlib.sha256(line).digest()
 
 
 def _frame(entries: list[tuple[bytes, Entry]]) -> bytes:
     payload = marshal.dumps(entries)
-    return HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+    return HEADER.pack(MAGIC, TAG, len(payload), zlib.crc32(payload)) + payload
 
 
 def _frames(stream: IO[bytes]) -> Iterator[list[tuple[bytes, Entry]]]:
     while header := stream.read(HEADER.size):
         if len(header) < HEADER.size:
             return
-        magic, length, crc = HEADER.unpack(header)
+        magic, tag, length, crc = HEADER.unpack(header)
         if magic != MAGIC:
             return
         payload = stream.read(length)
         if len(payload) < length or zlib.crc32(payload) != crc:
             return
+        if tag != TAG:
+            continue
         try:
             entries = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
@@ -92,7 +94,7 @@ def load_entries(out_dir: Path) -> tuple[dict[bytes, Entry], int]:
             frames += 1
             for item in frame:
                 if (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], bytes)
-                        and (item[1] is None or isinstance(item[1], dict))):
+                        and isinstance(item[1], dict)):
                     entries[item[0]] = item[1]
     return entries, frames
 
@@ -106,7 +108,7 @@ def append_entries(out_dir: Path, lines: Iterable[bytes]) -> None:
         with contextlib.suppress(ValueError):
             row = json.loads(line)
             if isinstance(row, dict):
-                entries.append((line_key(line), entry_of(row)))
+                entries.append((line_key(line), project(row)))
     if not entries:
         return
     with contextlib.suppress(OSError, ValueError), (out_dir / CACHE).open("ab") as out:
@@ -134,7 +136,7 @@ class CacheUse:
     missed: int = 0
     """Lines the cache did not know (parsed, or torn)."""
     parsed: int = 0
-    """Lines parsed: those the cache did not know, and listed rows."""
+    """Lines parsed (the cache did not know them)."""
     rewritten: bool = False
     frames: int = 0
     stale: int = 0
@@ -161,29 +163,22 @@ def latest_rows(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     latest: dict[str, Row] = {}
     seen: list[tuple[bytes, Entry]] = []
     for line in lines:
-        if not line.strip():
+        if not line or line.isspace():
             continue
         use.lines += 1
         key = line_key(line)
-        if key in cached:
-            use.hits += 1
-            entry = cached[key]
-            row = entry
-        else:
+        entry = cached.get(key)
+        if entry is None:
             use.missed += 1
             row = _parsed(line)
             if row is None:
                 continue
             use.parsed += 1
-            entry = entry_of(row)
-        if row is None:  # a listed row: the report needs all of it
-            row = _parsed(line)
-            if row is None:
-                continue
-            use.parsed += 1
+            entry = project(row)
         seen.append((key, entry))
-        if sweep_id is None or row.get("sweep_id") == sweep_id:
-            latest[str(row.get("cell_id"))] = entry if entry is not None else row
+        if sweep_id is None or entry.get("sweep_id") == sweep_id:
+            latest[str(entry.get("cell_id"))] = entry
+    use.hits = use.lines - use.missed
     use.stale = len(cached.keys() - {key for key, _ in seen})
     if use.missed or use.stale:
         rewrite_entries(out_dir, seen)
