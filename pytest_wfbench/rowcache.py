@@ -4,17 +4,19 @@ again: parsing is most of its cost.
 
 The cache (``.results.projections`` in the out dir) is never trusted for what
 the file says: an entry is found by the digest of a row's line (its exact
-bytes, with the harness's version and the projection's format), so a line that
-changed, moved or was rewritten (a compacted results file, a merge) is either
-found by its own bytes or parsed again; a line the cache does not know is
-always parsed. Entries are appended by the process that writes the rows, under
-the results file's lock, and rewritten whole when a report found the cache
-stale. An entry is a row's projection (the whole row, for a row the report
-lists). The file is a sequence of frames, each ``MAGIC, tag, length, crc32,
-payload``: the tag names the projection's format and the harness (a frame of
-another is passed over), the payload is a ``marshal`` of ``[(digest, entry),
-...]`` (plain data only). A torn or corrupted frame ends the reading, and the
-lines it held are parsed again.
+bytes), so a line that changed, moved or was rewritten (a compacted results
+file, a merge) is either found by its own bytes or parsed again, and a line the
+cache does not know is always parsed. Entries are appended by the processes
+that write the rows, a batch at a time under the results file's lock, and
+rewritten whole by a report that found the cache stale or missing many lines.
+An entry is a row's projection (the whole row, for a row the report lists).
+
+The file is a sequence of frames, each ``MAGIC, tag, length, crc32, payload``:
+the tag names what decides an entry besides its line (the projection's format,
+the harness's version, the interpreter's marshal), and a frame of another tag is
+passed over; the payload is a ``marshal`` of ``[(digest, entry), ...]`` (plain
+data only). A torn or corrupted frame ends the reading; the lines it held are
+parsed again.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ TAG = hashlib.sha256(f"{FORMAT}\0{__version__}\0{sys.version_info[:2]}\0{marshal
 """What decides an entry besides its line: the projection's format, the
 harness, the interpreter's marshal. A frame of another tag is passed over."""
 HEADER = struct.Struct("<4s8sII")
+BATCH = 64
+"""Rows a writer's frame holds."""
+REWRITE_SHARE = 100
+"""A report rewrites the cache when more than one line in this many was not in it."""
 
 Row = dict[str, Any]
 Entry = Row
@@ -99,20 +105,42 @@ def load_entries(out_dir: Path) -> tuple[dict[bytes, Entry], int]:
     return entries, frames
 
 
-def append_entries(out_dir: Path, lines: Iterable[bytes]) -> None:
-    """Add the entries of rows just written (their lines, as written). The
-    caller holds the results file's lock. A cache that cannot be written costs
-    only the next report a parse."""
+def entries_of(lines: Iterable[bytes]) -> list[tuple[bytes, Entry]]:
+    """The entries of rows' lines (a line that is not a row has none)."""
     entries = []
     for line in lines:
         with contextlib.suppress(ValueError):
             row = json.loads(line)
             if isinstance(row, dict):
                 entries.append((line_key(line), project(row)))
-    if not entries:
-        return
-    with contextlib.suppress(OSError, ValueError), (out_dir / CACHE).open("ab") as out:
-        out.write(_frame(entries))
+    return entries
+
+
+def append_entries(out_dir: Path, entries: list[tuple[bytes, Entry]]) -> None:
+    """Add a frame of entries. A cache that cannot be written costs only a
+    report some parsing."""
+    if entries:
+        with contextlib.suppress(OSError, ValueError), (out_dir / CACHE).open("ab") as out:
+            out.write(_frame(entries))
+
+
+class CachedRows:
+    """A writer's side of the cache: the entries of the rows it wrote, added a
+    batch at a time (the caller holds the results file's lock). A frame of one
+    row costs a report as much to read as a frame of many, so rows wait for
+    their batch; rows whose batch never came (the process ended first) are
+    simply parsed by the report."""
+
+    def __init__(self, out_dir: Path, batch: int = BATCH) -> None:
+        self.out_dir = out_dir
+        self.batch = batch
+        self._pending: list[tuple[bytes, Entry]] = []
+
+    def add(self, lines: Iterable[bytes]) -> None:
+        self._pending += entries_of(lines)
+        if len(self._pending) >= self.batch:
+            append_entries(self.out_dir, self._pending)
+            self._pending = []
 
 
 def rewrite_entries(out_dir: Path, entries: list[tuple[bytes, Entry]]) -> None:
@@ -157,7 +185,7 @@ def latest_rows(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     the lines of out_dir's results file, in the order cells first appeared,
     each as its projection (listed rows whole): what ``latest_per_cell(iter_rows(
     results, sweep_id))`` gives, projected. Lines that do not parse are skipped.
-    Rewrites the cache when it was stale or missed lines."""
+    Rewrites the cache when it was stale or missed more than a few lines."""
     use = use if use is not None else CacheUse()
     cached, use.frames = load_entries(out_dir)
     latest: dict[str, Row] = {}
@@ -180,7 +208,7 @@ def latest_rows(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
             latest[str(entry.get("cell_id"))] = entry
     use.hits = use.lines - use.missed
     use.stale = len(cached.keys() - {key for key, _ in seen})
-    if use.missed or use.stale:
+    if use.stale or use.missed * REWRITE_SHARE > use.lines:
         rewrite_entries(out_dir, seen)
         use.rewritten = True
     return list(latest.values())

@@ -13,7 +13,7 @@ from typing import Any
 from filelock import FileLock
 
 from pytest_wfbench.redact import Redactor
-from pytest_wfbench.rowcache import append_entries
+from pytest_wfbench.rowcache import CachedRows
 
 RESULTS = "results.jsonl"
 SUPERSEDED = "superseded.jsonl"
@@ -55,6 +55,7 @@ class ResultsStore:
         self.redactor = redactor
         self.results = out_dir / RESULTS
         self._lock = FileLock(str(out_dir / f".{RESULTS}.lock"))
+        self._cached = CachedRows(out_dir)
 
     def prepare(self) -> None:
         (self.out_dir / ARTIFACTS).mkdir(parents=True, exist_ok=True)
@@ -82,7 +83,7 @@ class ResultsStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            append_entries(self.out_dir, lines)  # the report's cache (rowcache.py)
+            self._cached.add(lines)  # the report's cache: see rowcache.py
 
     def compact(self) -> int:
         """Keep only the last row of each cell in results.jsonl; earlier rows (a
