@@ -32,6 +32,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _rss_mib() -> float:
+    """This process's peak resident set so far: the kernel's high-water mark of
+    its memory since exec (ru_maxrss would also count the parent's at fork)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
