@@ -38,7 +38,9 @@ class Target:
             return "n/a"
         if self.unit == "builds":
             return f"{self.value:.0f}"
-        return f"{self.value:.2f}{'x' if self.unit == 'x' else ' s'}"
+        # Two decimals, three when two would show the limit for a value that misses it.
+        digits = 3 if (self.holds is False and f"{self.value:.2f}" == f"{self.limit:.2f}") else 2
+        return f"{self.value:.{digits}f}{'x' if self.unit == 'x' else ' s'}"
 
     def limit_shown(self) -> str:
         if self.unit == "builds":
