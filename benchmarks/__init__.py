@@ -1,16 +1,15 @@
-"""Benchmarks of pytest-wfbench's own overhead (``python -m benchmarks``).
+"""Benchmarks of pytest-wfbench against the targets of issue 8
+(``python -m benchmarks``, ``make bench``).
 
-Two measurements, both on generated inputs in a temporary directory:
-
-* **sweep**: a real sweep of ``noop`` cells on a ~2,000-file plain-directory
-  repo, serial and with ``-n 2``: wall time, per-cell ``duration_s`` from the
-  rows, and the template build time;
-* **collection**: ``pytest --collect-only`` of 10,000 cells (1,000 tasks x 10
-  runs, and 10,000 tasks x 1 run), wall time and peak RSS, plus loading the
-  task file in-process.
-
-Figures are printed and written to ``benchmarks/results/latest.json`` with the
-machine they came from. Nothing here asserts a wall-clock threshold.
+Everything runs on generated inputs in a temporary directory, side by side in
+one run: cells against their floor (``floor.py``: the same commands run
+directly in bubblewrap), scaling with ``-n`` and uneven sessions, overhead by
+repository size, template builds of second sweeps (``experiments.py`` on
+``sweeps.py``, inputs from ``projects.py`` and ``workload.py``), collection of
+10,000 cells (``measure.py``) and aggregation of 100,000 rows
+(``aggregation.py`` on ``outdirs.py``). ``targets.py`` turns the figures into
+the printed table. Figures are written to ``benchmarks/results/latest.json``
+with the machine they came from; nothing here asserts a wall-clock threshold.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
-"""The measurements: a real noop sweep, the collection of many cells, loading a
-task file in-process, and (optionally) where the time goes under cProfile.
+"""The smaller measurements: the collection of many cells, loading a task
+file in-process, what a copy and a bubblewrap command cost on this machine,
+and (optionally) where the time goes under cProfile.
 
-Exit codes of the measured pytest runs are recorded, never judged: noop cells
-are expected XFAILs. What is checked is that the runs did their work (every
-cell has a row; every cell was collected), else the figures would be
-meaningless and :class:`BenchmarkError` says why.
+Exit codes of measured pytest runs are recorded, never judged. What is checked
+is that the runs did their work (every cell collected), else the figures would
+be meaningless and :class:`BenchmarkError` says why.
 """
 
 from __future__ import annotations
 
-import json
 import pstats
 import re
 import shutil
@@ -23,29 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.runner import Measured, pytest_argv, run_measured
-from benchmarks.workload import CollectWorkload, SweepWorkload
+from benchmarks.sweeps import BenchmarkError, read_rows, unrelated_plugin_args
+from benchmarks.workload import CollectWorkload
 
 COLLECTED_RE = re.compile(r"(\d+) tests? collected in ([0-9.]+)s")
 CELL_LINE = "::test_cell["
 
 
-class BenchmarkError(Exception):
-    """A measured run did not do the work it was measured for."""
-
-
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
-
-
-def read_results(out_dir: Path) -> list[dict[str, Any]]:
-    path = out_dir / "results.jsonl"
-    if not path.exists():
-        return []
-    rows: list[dict[str, Any]] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            rows.append(json.loads(line))
-    return rows
 
 
 def _failed(what: str, measured: Measured, detail: str) -> BenchmarkError:
@@ -54,61 +39,7 @@ def _failed(what: str, measured: Measured, detail: str) -> BenchmarkError:
                           f"{measured.tail()}")
 
 
-# --------------------------------------------------------------------------- sweep
-
-
-def sweep_argv(workload: SweepWorkload, out: Path, workers: int, *extra: str) -> list[str]:
-    argv = pytest_argv("--rootdir", str(workload.root), "--wfbench-tasks",
-                       str(workload.task_file), "--wfbench-arms", "noop",
-                       "--wfbench-out", str(out), "-q", *extra)
-    if workers:
-        argv += ["-n", str(workers)]
-    return argv
-
-
-def sweep_once(
-    workload: SweepWorkload, scratch: Path, label: str, workers: int, tmpdir: str | None = None
-) -> dict[str, Any]:
-    """One real sweep of the workload's noop cells; figures from its rows.
-    ``tmpdir`` moves the harness's work dir (templates, clones, staged oracles),
-    which lives under ``$TMPDIR``."""
-    out = scratch / f"out-{label}"
-    shutil.rmtree(out, ignore_errors=True)
-    measured = run_measured(sweep_argv(workload, out, workers), cwd=workload.root,
-                            log=scratch / "logs" / f"{label}.log",
-                            env_extra={"TMPDIR": tmpdir} if tmpdir else None)
-    rows = [r for r in read_results(out) if r.get("status") == "ran"]
-    if len(rows) != workload.tasks:
-        raise _failed(f"sweep {label}", measured,
-                      f"{len(rows)} cells ran, expected {workload.tasks}")
-    unexpected = sorted({str(r.get("error_kind")) for r in rows} - {"oracle-failed"})
-    if unexpected:
-        raise _failed(f"sweep {label}", measured,
-                      f"cells ended with {unexpected}, expected oracle-failed (a noop XFAIL)")
-    durations = [float(r["duration_s"]) for r in rows]
-    sessions = [float(r["session_duration_s"]) for r in rows
-                if r.get("session_duration_s") is not None]
-    result: dict[str, Any] = {
-        "wall_s": measured.wall_s,
-        "cpu_s": measured.cpu_user_s + measured.cpu_sys_s,
-        "max_rss_mib": measured.max_rss_mib,
-        "returncode": measured.returncode,
-        "cells": len(rows),
-        "cell_median_s": _median(durations),
-        "cell_min_s": min(durations),
-        "cell_max_s": max(durations),
-        "cell_sum_s": sum(durations),
-        "session_median_s": _median(sessions),
-        **measured.phases,
-    }
-    if not workers:
-        # Serial: rows are appended in the order the cells ran, and only the
-        # first cell builds the repo's snapshot and template.
-        result["first_cell_s"] = durations[0]
-        rest = _median(durations[1:])
-        result["template_build_estimate_s"] = durations[0] - rest if rest is not None else None
-        result["outside_cells_s"] = measured.wall_s - sum(durations)
-    return result
+# ---------------------------------------------------------------------- reference
 
 
 def _copy_time(repo: Path, into: Path) -> float | None:
@@ -129,10 +60,9 @@ def _copy_time(repo: Path, into: Path) -> float | None:
     return _median(copies)
 
 
-def reference_costs(workload: SweepWorkload, scratch: Path, tmpfs: str | None) -> dict[str, Any]:
-    """What a cell cannot avoid on this machine: a ``cp -a`` of the repo (into
-    the scratch dir, and into the tmpfs) and one trivial bubblewrap command."""
-    repo = workload.root / "repo"
+def reference_costs(repo: Path, scratch: Path, tmpfs: str | None) -> dict[str, Any]:
+    """What a cell cannot avoid on this machine: a ``cp -a`` of a repo (into the
+    scratch dir, and into the tmpfs) and one trivial bubblewrap command."""
     scratch.mkdir(parents=True, exist_ok=True)
     cp_s = _copy_time(repo, scratch)
     cp_tmpfs_s = None
@@ -160,17 +90,21 @@ def reference_costs(workload: SweepWorkload, scratch: Path, tmpfs: str | None) -
 # ---------------------------------------------------------------------- collection
 
 
-def collect_argv(workload: CollectWorkload, out: Path) -> list[str]:
-    return pytest_argv("--rootdir", str(workload.task_file.parent), "--collect-only", "-q",
-                       "--wfbench-tasks", str(workload.task_file), "--wfbench-arms", "noop",
-                       "--wfbench-runs", str(workload.runs), "--wfbench-out", str(out))
+def collect_argv(workload: CollectWorkload, out: Path, cache_dir: Path) -> list[str]:
+    return pytest_argv(*unrelated_plugin_args(), "--rootdir", str(workload.task_file.parent),
+                       "--collect-only", "-q", "--wfbench-tasks", str(workload.task_file),
+                       "--wfbench-arms", "noop", "--wfbench-runs", str(workload.runs),
+                       "--wfbench-out", str(out), "--wfbench-cache-dir", str(cache_dir))
 
 
-def collect_once(workload: CollectWorkload, scratch: Path, label: str) -> dict[str, Any]:
+def collect_once(workload: CollectWorkload, scratch: Path, label: str,
+                 cache_dir: Path) -> dict[str, Any]:
+    """``pytest --collect-only`` of the workload; with a ``cache_dir`` that has
+    not seen the task file yet, the parse is cold."""
     out = scratch / f"out-{label}"
     shutil.rmtree(out, ignore_errors=True)
-    measured = run_measured(collect_argv(workload, out), cwd=workload.task_file.parent,
-                            log=scratch / "logs" / f"{label}.log")
+    measured = run_measured(collect_argv(workload, out, cache_dir),
+                            cwd=workload.task_file.parent, log=scratch / "logs" / f"{label}.log")
     output = measured.output()
     collected = sum(1 for line in output.splitlines() if CELL_LINE in line)
     if collected != workload.cells:
@@ -185,19 +119,24 @@ def collect_once(workload: CollectWorkload, scratch: Path, label: str) -> dict[s
         "collected": collected,
         "pytest_collect_s": float(match.group(2)) if match else None,
         # --collect-only still ends the session; rows it writes are reported.
-        "rows_written": len(read_results(out)),
+        "rows_written": len(read_rows(out)),
         **measured.phases,
     }
 
 
-def load_in_process(workload: CollectWorkload, repeat: int) -> dict[str, Any]:
-    """Loading (parse + validate) the task file, and expanding it into cells."""
+def load_in_process(workload: CollectWorkload, repeat: int, cache_dir: Path) -> dict[str, Any]:
+    """Loading (parse + validate) the task file without the parse cache and with
+    it (warm), and expanding it into cells."""
     from pytest_wfbench.cells import expand
     from pytest_wfbench.tasks import load_task_file
 
-    loads, expands = [], []
+    loads, cached, expands = [], [], []
     cells = 0
+    load_task_file(workload.task_file, cache_dir=cache_dir)
     for _ in range(max(repeat, 1)):
+        start = time.perf_counter()
+        load_task_file(workload.task_file, cache_dir=cache_dir)
+        cached.append(time.perf_counter() - start)
         start = time.perf_counter()
         task_file = load_task_file(workload.task_file)
         loads.append(time.perf_counter() - start)
@@ -206,8 +145,8 @@ def load_in_process(workload: CollectWorkload, repeat: int) -> dict[str, Any]:
         expands.append(time.perf_counter() - start)
     if cells != workload.cells:
         raise BenchmarkError(f"expand gave {cells} cells, expected {workload.cells}")
-    return {"load_task_file_s": _median(loads), "expand_s": _median(expands),
-            "load_samples_s": loads}
+    return {"load_task_file_s": _median(loads), "load_task_file_cached_s": _median(cached),
+            "expand_s": _median(expands)}
 
 
 # ------------------------------------------------------------------------- profile

@@ -21,8 +21,11 @@ from benchmarks import phases as phases_plugin
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Variables that would change what pytest runs; the benchmark's runs are
-# reproducible only without them.
-SCRUBBED_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_AUTO_NUM_WORKERS")
+# reproducible only without them. PYTHONDONTWRITEBYTECODE too: a user's
+# interpreter keeps the bytecode of pytest and of the plugin, and a run without
+# it compiles them at every start.
+SCRUBBED_ENV = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_AUTO_NUM_WORKERS",
+                "PYTHONDONTWRITEBYTECODE", "WFBENCH_CACHE_DIR")
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,12 @@ from pytest_wfbench.decisions import (
     candidate_pairs,
     decide,
 )
+from pytest_wfbench.heap import collector_paused
 from pytest_wfbench.lanes.report import render_lanes
-from pytest_wfbench.render.html import HtmlReport, write_html_report
+from pytest_wfbench.render.html import HtmlReport, html_available, write_html_report
 from pytest_wfbench.report import overhead_section, render_markdown, trust_sections
 from pytest_wfbench.review.quality import review_quality_section
+from pytest_wfbench.rowcache import CacheUse, latest_rows
 from pytest_wfbench.store import (
     ENVIRONMENT,
     REPORT,
@@ -37,6 +39,7 @@ from pytest_wfbench.store import (
     SWEEP,
     ResultsStore,
     iter_rows,
+    result_lines,
 )
 
 SWEEP_RECORD_VERSION = 1
@@ -59,6 +62,8 @@ class OutDirReport:
     """Everything a report is made of, read from an out dir."""
 
     rows: list[dict[str, Any]]
+    """The last row of each cell, as its projection (pytest_wfbench.projection):
+    whole for the rows the report lists, else the fields the report reads."""
     record: dict[str, Any]
     environment: dict[str, Any] | None
     summary: Summary
@@ -155,10 +160,19 @@ def plan_section(record: dict[str, Any]) -> list[str]:
     return ["## Resumed and reused rows", "", *lines] if lines else []
 
 
-def build_report(out_dir: Path, *, baseline_arm: str | None = None) -> OutDirReport:
-    """The report of the sweep in ``out_dir``, from its files alone."""
+def build_report(out_dir: Path, *, baseline_arm: str | None = None,
+                 use: CacheUse | None = None) -> OutDirReport:
+    """The report of the sweep in ``out_dir``, from its files alone. Rows are
+    read one at a time and kept as their projections (listed rows whole: see
+    :mod:`pytest_wfbench.projection`), through the out dir's row cache
+    (:mod:`pytest_wfbench.rowcache`, which ``use`` reports on)."""
+    with collector_paused():  # rows hold no cycle: see pytest_wfbench.heap
+        return _build_report(out_dir, baseline_arm, use)
+
+
+def _build_report(out_dir: Path, baseline_arm: str | None, use: CacheUse | None) -> OutDirReport:
     record = read_json(out_dir / SWEEP) or {}
-    rows = latest_per_cell(iter_rows(out_dir / RESULTS, record.get("sweep_id")))
+    rows = latest_rows(out_dir, result_lines(out_dir / RESULTS), record.get("sweep_id"), use)
     environment = read_json(out_dir / ENVIRONMENT)
     settings = record.get("settings") or {}
     baseline = baseline_arm if baseline_arm is not None else settings.get("baseline_arm")
@@ -239,7 +253,11 @@ def write_report(store: ResultsStore, *,
     report = build_report(store.out_dir, baseline_arm=baseline_arm)
     for name, text in report.files.items():
         store.write_text(name, text)
-    html = write_html_report(store, report.summary, report.rows, report.provenance,
+    # The page shows every cell whole (stages, steps, transcripts): its rows are
+    # read again, in full, only when it is written at all.
+    rows = (latest_per_cell(iter_rows(store.results, report.record.get("sweep_id")))
+            if html_available() else report.rows)
+    html = write_html_report(store, report.summary, rows, report.provenance,
                              sections=report.sections, promotions=report.promotions)
     return report, html
 

@@ -13,6 +13,7 @@ from typing import Any
 from filelock import FileLock
 
 from pytest_wfbench.redact import Redactor
+from pytest_wfbench.rowcache import CachedRows
 
 RESULTS = "results.jsonl"
 SUPERSEDED = "superseded.jsonl"
@@ -54,6 +55,7 @@ class ResultsStore:
         self.redactor = redactor
         self.results = out_dir / RESULTS
         self._lock = FileLock(str(out_dir / f".{RESULTS}.lock"))
+        self._cached = CachedRows(out_dir)
 
     def prepare(self) -> None:
         (self.out_dir / ARTIFACTS).mkdir(parents=True, exist_ok=True)
@@ -64,8 +66,9 @@ class ResultsStore:
     def append_many(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
             return
-        data = "".join(json.dumps(self.redactor.data(row), sort_keys=True, ensure_ascii=False)
-                       + "\n" for row in rows).encode("utf-8")
+        lines = [json.dumps(self.redactor.data(row), sort_keys=True,
+                            ensure_ascii=False).encode("utf-8") for row in rows]
+        data = b"".join(line + b"\n" for line in lines)
         with self._lock:
             fd = os.open(self.results, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -80,6 +83,7 @@ class ResultsStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            self._cached.add(lines)  # the report's cache: see rowcache.py
 
     def compact(self) -> int:
         """Keep only the last row of each cell in results.jsonl; earlier rows (a
@@ -88,7 +92,7 @@ class ResultsStore:
         with self._lock:
             if not self.results.exists():
                 return 0
-            lines = [line for line in _lines(self.results) if line.strip()]
+            lines = [line for line in result_lines(self.results) if line.strip()]
             last: dict[str, int] = {}
             for index, line in enumerate(lines):
                 try:
@@ -126,7 +130,7 @@ class ResultsStore:
         return path
 
 
-def _lines(path: Path, offset: int = 0) -> Iterator[bytes]:
+def result_lines(path: Path, offset: int = 0) -> Iterator[bytes]:
     """A results file's lines from ``offset``, read in chunks. Lines end at
     "\n" only: str.splitlines() also splits at U+2028 and other separators an
     arm's text could carry, and would lose the row."""
@@ -147,7 +151,7 @@ def iter_rows(path: Path, sweep_id: str | None = None,
               offset: int = 0) -> Iterator[dict[str, Any]]:
     """Rows of a results file (optionally of one sweep, from a byte offset), one
     at a time. A torn line (a process killed mid-write) is skipped, not fatal."""
-    for line in _lines(path, offset):
+    for line in result_lines(path, offset):
         try:
             row = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -169,7 +173,7 @@ def recorded_cell_ids(path: Path, sweep_id: str, offset: int = 0) -> set[str]:
     counting lines that do not parse (a process killed mid-write): such a cell
     is never given a second row."""
     recorded: set[str] = set()
-    for line in _lines(path, offset):
+    for line in result_lines(path, offset):
         if sweep_id.encode() in line:
             recorded.update(match.decode("utf-8", "replace")
                             for match in CELL_ID_IN_LINE.findall(line))

@@ -107,7 +107,9 @@ def pass_k(per_task: Sequence[TaskArm]) -> list[PassK]:
         eligible = [t for t in counted if t.valid >= k]
         out.append(PassK(
             k=k, tasks=len(eligible),
-            pass_at_k=statistics.fmean(pass_at_k(t.valid, t.resolved, k) for t in eligible),
-            pass_hat_k=statistics.fmean(pass_hat_k(t.valid, t.resolved, k) for t in eligible),
+            # Lists, not generators: fmean counts a generator item by item.
+            pass_at_k=statistics.fmean([pass_at_k(t.valid, t.resolved, k) for t in eligible]),
+            pass_hat_k=statistics.fmean([pass_hat_k(t.valid, t.resolved, k)
+                                         for t in eligible]),
         ))
     return out

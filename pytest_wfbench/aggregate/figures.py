@@ -35,7 +35,9 @@ def row_order(row: Row) -> tuple[str, str, int]:
 
 def total_tokens(row: Row) -> int:
     """All model tokens of a row: input, cache creation, cache read and output."""
-    return sum(int(row.get(key) or 0) for key in USAGE_FIELDS)
+    get = row.get  # the four fields of USAGE_FIELDS, summed in that order
+    return (int(get("input_tokens") or 0) + int(get("cache_creation_input_tokens") or 0)
+            + int(get("cache_read_input_tokens") or 0) + int(get("output_tokens") or 0))
 
 
 def metric(row: Row, name: str) -> float | None:
@@ -48,7 +50,10 @@ def metric(row: Row, name: str) -> float | None:
 def median_of(rows: Sequence[Row], name: str) -> float | None:
     """Median over counted rows; null when no row has it, and for cost null
     when any counted row's cost is null (unknown is never zero)."""
-    values = [metric(row, name) for row in rows]
+    if name == "tokens":
+        values: list[float | None] = [float(total_tokens(row)) for row in rows]
+    else:  # metric() inlined: a large sweep asks this of every row and metric
+        values = [None if (value := row.get(name)) is None else float(value) for row in rows]
     if not values or (name == "cost_usd" and any(v is None for v in values)):
         return None
     present = [v for v in values if v is not None]
@@ -84,7 +89,11 @@ class TaskArm:
 
 def task_arm(rows: Iterable[Row], task: str, arm: str) -> TaskArm:
     """The figures of one (task, arm) from its rows."""
-    ordered = sorted(rows, key=row_order)
+    return task_arm_of_ordered(sorted(rows, key=row_order), task, arm)
+
+
+def task_arm_of_ordered(ordered: Sequence[Row], task: str, arm: str) -> TaskArm:
+    """:func:`task_arm` of rows already in :func:`row_order`."""
     ran = [r for r in ordered if r.get("status") == "ran"]
     counted = [r for r in ran if r.get("counted")]
     first = ordered[0] if ordered else {}

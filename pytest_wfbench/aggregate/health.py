@@ -71,9 +71,10 @@ def arm_health(rows: Iterable[Row]) -> ArmHealth:
     one is a failure of any kind (a counted evidence failure such as
     skill-not-invoked included: the arm did not do what it is), DEGRADED when some
     are, OBSERVED_OK otherwise."""
-    fresh = [r for r in rows if is_fresh(r)]
+    fresh = [r for r in rows if r.get("status") == "ran" and not r.get("reused")]  # is_fresh
     classes = [error_class(r) for r in fresh]
-    failed = [r for r in fresh if is_failure(r)]
+    failed = [r for r, kind in zip(fresh, classes, strict=True)  # is_failure
+              if kind not in (None, ErrorClass.VALID_NEGATIVE)]
     if not fresh:
         status = Health.UNKNOWN
     elif len(failed) == len(fresh):

@@ -4,11 +4,16 @@ tasks with a bootstrap interval that resamples tasks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_wfbench.aggregate.figures import SAVINGS_METRICS, TaskArm
-from pytest_wfbench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval, cluster_bootstrap
+from pytest_wfbench.stats import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    Interval,
+    ratio_of_sums_intervals,
+)
 
 
 def savings(baseline: float | None, value: float | None) -> float | None:
@@ -79,25 +84,48 @@ def overall_saving(
     """Savings over (arm, baseline) per-task figures of the tasks both have counted
     rows for. A task without a metric on either side is left out of that metric;
     for cost, an unknown cost on any task leaves the saving unknown."""
-    both = [(a, b) for a, b in pairs if a.valid and b.valid]
-    saved: dict[str, float | None] = {}
-    intervals: dict[str, Interval | None] = {}
-    for name in SAVINGS_METRICS:
-        values = [(b.medians.get(name), a.medians.get(name)) for a, b in both]
-        if name == "cost_usd" and any(b is None or a is None for b, a in values):
-            saved[name], intervals[name] = None, None
-            continue
-        known = [(b, a) for b, a in values if b is not None and a is not None]
-        saved[name] = pooled_saving(known) if known else None
-        intervals[name] = cluster_bootstrap(known, pooled_saving, seed=seed,
-                                            resamples=resamples, confidence=confidence)
-    arm_resolved = sum(a.resolved for a, _ in both)
-    arm_valid = sum(a.valid for a, _ in both)
-    base_resolved = sum(b.resolved for _, b in both)
-    base_valid = sum(b.valid for _, b in both)
-    return OverallSaving(
-        arm=arm, tasks=[a.task for a, _ in both], savings=saved, intervals=intervals,
-        flagged_tasks=[a.task for a, b in both if resolved_less(a, b)],
-        unresolved=bool(both) and (arm_resolved == 0
-                                   or arm_resolved * base_valid < base_resolved * arm_valid),
-    )
+    return overall_savings({arm: pairs}, seed=seed, resamples=resamples,
+                           confidence=confidence)[arm]
+
+
+def overall_savings(
+    pairs_by_arm: Mapping[str, Sequence[tuple[TaskArm, TaskArm]]], *, seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES, confidence: float = 0.95,
+) -> dict[str, OverallSaving]:
+    """:func:`overall_saving` of every arm at once: the intervals of all arms and
+    metrics come from one pass of resamples (the same numbers as one bootstrap
+    per metric and arm, computed in a fraction of the time)."""
+    columns: list[tuple[list[float], list[float]]] = []
+    wanted: list[tuple[str, str]] = []
+    saved_by_arm: dict[str, dict[str, float | None]] = {}
+    both_by_arm: dict[str, list[tuple[TaskArm, TaskArm]]] = {}
+    for arm, pairs in pairs_by_arm.items():
+        both = [(a, b) for a, b in pairs if a.valid and b.valid]
+        both_by_arm[arm] = both
+        saved: dict[str, float | None] = {}
+        for name in SAVINGS_METRICS:
+            values = [(b.medians.get(name), a.medians.get(name)) for a, b in both]
+            if name == "cost_usd" and any(b is None or a is None for b, a in values):
+                saved[name] = None
+                continue
+            known = [(b, a) for b, a in values if b is not None and a is not None]
+            saved[name] = pooled_saving(known) if known else None
+            columns.append(([b for b, _ in known], [a for _, a in known]))
+            wanted.append((arm, name))
+        saved_by_arm[arm] = saved
+    found = dict(zip(wanted, ratio_of_sums_intervals(columns, seed=seed, resamples=resamples,
+                                                     confidence=confidence), strict=True))
+    out: dict[str, OverallSaving] = {}
+    for arm, both in both_by_arm.items():
+        arm_resolved = sum(a.resolved for a, _ in both)
+        arm_valid = sum(a.valid for a, _ in both)
+        base_resolved = sum(b.resolved for _, b in both)
+        base_valid = sum(b.valid for _, b in both)
+        out[arm] = OverallSaving(
+            arm=arm, tasks=[a.task for a, _ in both], savings=saved_by_arm[arm],
+            intervals={name: found.get((arm, name)) for name in SAVINGS_METRICS},
+            flagged_tasks=[a.task for a, b in both if resolved_less(a, b)],
+            unresolved=bool(both) and (arm_resolved == 0
+                                       or arm_resolved * base_valid < base_resolved * arm_valid),
+        )
+    return out

@@ -12,10 +12,15 @@ from pytest_wfbench.aggregate.figures import (
     TaskArm,
     combine_medians,
     row_order,
-    task_arm,
+    task_arm_of_ordered,
 )
 from pytest_wfbench.aggregate.health import ArmHealth, Health, arm_health
-from pytest_wfbench.aggregate.savings import OverallSaving, TaskSaving, overall_saving, task_saving
+from pytest_wfbench.aggregate.savings import (
+    OverallSaving,
+    TaskSaving,
+    overall_savings,
+    task_saving,
+)
 from pytest_wfbench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval, wilson_interval
 
 DEFAULT_BASELINE = "baseline"
@@ -97,10 +102,12 @@ def summarize(rows: Sequence[Row], baseline_arm: str | None = None,
         per_cell.setdefault((str(r["task"]), str(r["arm"])), []).append(r)
     tasks = sorted({task for task, _ in per_cell})
     arms = sorted({arm for _, arm in per_cell})
-    cells = {key: task_arm(group, *key) for key, group in per_cell.items()}
+    cells = {key: task_arm_of_ordered(group, *key) for key, group in per_cell.items()}
     by_arm = {arm: [cells[(t, arm)] for t in tasks if (t, arm) in cells] for arm in arms}
-    summaries = [_arm_summary(arm, by_arm[arm], [r for r in ordered if r["arm"] == arm],
-                              settings) for arm in arms]
+    rows_of_arm: dict[str, list[Row]] = {arm: [] for arm in arms}
+    for r in ordered:
+        rows_of_arm[str(r["arm"])].append(r)
+    summaries = [_arm_summary(arm, by_arm[arm], rows_of_arm[arm], settings) for arm in arms]
     baseline = baseline_arm if baseline_arm is not None else DEFAULT_BASELINE
     if baseline not in by_arm:
         baseline = ""
@@ -108,14 +115,12 @@ def summarize(rows: Sequence[Row], baseline_arm: str | None = None,
     overall: dict[str, OverallSaving] = {}
     comparisons: dict[str, PairedComparison] = {}
     if baseline:
-        for arm in arms:
-            if arm == baseline:
-                continue
-            pairs = [(cells[(t, arm)], cells[(t, baseline)]) for t in tasks
-                     if (t, arm) in cells and (t, baseline) in cells]
-            overall[arm] = overall_saving(arm, pairs, seed=settings.seed,
-                                          resamples=settings.resamples,
-                                          confidence=settings.confidence)
+        pairs_by_arm = {arm: [(cells[(t, arm)], cells[(t, baseline)]) for t in tasks
+                              if (t, arm) in cells and (t, baseline) in cells]
+                        for arm in arms if arm != baseline}
+        overall = overall_savings(pairs_by_arm, seed=settings.seed,
+                                  resamples=settings.resamples, confidence=settings.confidence)
+        for arm, pairs in pairs_by_arm.items():
             comparisons[arm] = paired_comparison(
                 arm, baseline, pairs, confidence=settings.confidence,
                 detectable_difference=settings.detectable_difference, power=settings.power)

@@ -15,10 +15,12 @@ from pytest_wfbench.render.format import first_line, fmt, table
 def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
     """What the report says about how far each win can be trusted: suspicious
     wins, oracles judged by exit code alone, harness errors (SPEC §5)."""
-    ran = sorted((r for r in rows if r.get("status") == "ran"
-                  and r.get("lane", "agent") == "agent"), key=row_order)
-    suspicious = [r for r in ran if r.get("suspicious")
-                  and (r.get("resolved") or r.get("error_kind") == "suspicious")]
+    ran = [r for r in rows if r.get("status") == "ran" and r.get("lane", "agent") == "agent"]
+    # Only the rows listed are put in order (a stable sort of a part keeps the
+    # order the whole would have had).
+    suspicious = sorted((r for r in ran if r.get("suspicious")
+                         and (r.get("resolved") or r.get("error_kind") == "suspicious")),
+                        key=row_order)
     lines = ["## Suspicious wins", "",
              "Resolved cells whose final patch reaches into the judges (pytest internals, "
              "process exit, entry-point metadata, start-up files, the judge's environment, "
@@ -35,7 +37,7 @@ def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
                   "These tasks declare `oracle.expect: exit-code`: their oracle passes on a "
                   "zero exit status, not on observed test results.", ""]
         lines += [f"- {task}" for task in by_exit_code]
-    bugs = [r for r in ran if r.get("error_kind") == "harness-error"]
+    bugs = sorted((r for r in ran if r.get("error_kind") == "harness-error"), key=row_order)
     if bugs:
         lines += ["", "## Harness errors", "",
                   "An unexpected exception inside pytest-wfbench (a bug: please report it). "
@@ -60,10 +62,7 @@ def overhead_section(rows: Sequence[dict[str, Any]]) -> list[str]:
     for arm, arm_rows in sorted(by_arm.items()):
         total = sum(float(r["duration_s"]) for r in arm_rows)
         overhead = sum(float(r["harness_overhead_s"]) for r in arm_rows)
-        stages: dict[str, list[float]] = {}
-        for row in arm_rows:
-            for name, ms in (row.get("stage_ms") or {}).items():
-                stages.setdefault(name, []).append(float(ms))
+        stages = _stage_values(arm_rows)
         slowest = sorted(((statistics.median(v), k) for k, v in stages.items()
                           if k != "session"), reverse=True)[:3]
         body.append([arm, str(len(arm_rows)),
@@ -76,3 +75,18 @@ def overhead_section(rows: Sequence[dict[str, Any]]) -> list[str]:
             "capture, evidence and clean-up (each row's `stage_ms` has the split).", "",
             *table(["arm", "cells", "median cell s", "median overhead s", "harness share",
                     "slowest stages (median)"], body)]
+
+
+def _stage_values(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+    """Each stage's times over the rows. Rows that time the same stages (most)
+    are taken a column at a time; the values' order does not matter (medians)."""
+    by_stages: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        stage_ms = row.get("stage_ms") or {}
+        by_stages.setdefault(tuple(stage_ms), []).append(stage_ms)
+    stages: dict[str, list[float]] = {}
+    for names, timed in by_stages.items():
+        for name, column in zip(names, zip(*(t.values() for t in timed), strict=True),
+                                strict=True):
+            stages.setdefault(name, []).extend(map(float, column))
+    return stages

@@ -12,6 +12,9 @@ from pytest_wfbench.stats.bootstrap import (
     DEFAULT_SEED,
     cluster_bootstrap,
     percentile,
+    percentile_interval,
+    ratio_of_sums_intervals,
+    resampled_indices,
     stratified_bootstrap,
 )
 from pytest_wfbench.stats.interval import Interval, z_value
@@ -38,6 +41,9 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "percentile",
+    "percentile_interval",
+    "ratio_of_sums_intervals",
+    "resampled_indices",
     "sample_size",
     "stratified_bootstrap",
     "wilson_interval",

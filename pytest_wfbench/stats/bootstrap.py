@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from operator import itemgetter
 from typing import TypeVar
 
 from pytest_wfbench.stats.interval import Interval
@@ -57,6 +58,13 @@ def stratified_bootstrap(
         value = statistic(drawn)
         if value is not None and math.isfinite(value):
             values.append(value)
+    return percentile_interval(values, resamples, confidence)
+
+
+def percentile_interval(values: list[float], resamples: int,
+                        confidence: float) -> Interval | None:
+    """The interval of a bootstrap's defined values (sorted here), None when more
+    than half of its resamples were undefined."""
     if 2 * len(values) < resamples:
         return None
     values.sort()
@@ -82,3 +90,58 @@ def cluster_bootstrap(
         return None
     return stratified_bootstrap([clusters], lambda drawn: statistic(drawn[0]), seed=seed,
                                 resamples=resamples, confidence=confidence)
+
+
+def resampled_indices(size: int, *, seed: int = DEFAULT_SEED,
+                      resamples: int = DEFAULT_RESAMPLES) -> Iterator[list[int]]:
+    """The indices :func:`cluster_bootstrap` draws for ``size`` clusters, one
+    list per resample: the same random stream, so that a statistic computed
+    from them is the same number, draw for draw."""
+    if resamples < 1:
+        raise ValueError(f"a bootstrap needs at least one resample, not {resamples}")
+    rng = random.Random(seed)
+    index = range(size)
+    for _ in range(resamples):
+        yield rng.choices(index, k=size)
+
+
+def ratio_of_sums_intervals(
+    columns: Sequence[tuple[Sequence[float], Sequence[float]]], *, seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES, confidence: float = 0.95, min_clusters: int = 2,
+) -> list[Interval | None]:
+    """For each ``(b, a)`` pair of columns (one value per cluster), the interval
+    :func:`cluster_bootstrap` gives of ``(sum(b) - sum(a)) / sum(b) * 100`` (None
+    where sum(b) is 0), for all of them at once: columns of one length share
+    their draws, and a column shared by several statistics (the baseline's) is
+    summed once per resample. Sums run over the drawn values in draw order, as
+    the statistic over drawn pairs would: the same floats, to the bit."""
+    intervals: list[Interval | None] = [None] * len(columns)
+    by_size: dict[int, list[int]] = {}
+    for position, (b, a) in enumerate(columns):
+        if len(b) != len(a):
+            raise ValueError("the columns of a statistic need one value per cluster each")
+        if len(b) >= max(1, min_clusters):
+            by_size.setdefault(len(b), []).append(position)
+    for size, positions in by_size.items():
+        distinct: dict[tuple[float, ...], int] = {}
+        slots = [(distinct.setdefault(tuple(columns[p][0]), len(distinct)),
+                  distinct.setdefault(tuple(columns[p][1]), len(distinct))) for p in positions]
+        values: list[list[float]] = [[] for _ in positions]
+        for drawn in resampled_indices(size, seed=seed, resamples=resamples):
+            take = itemgetter(*drawn) if size > 1 else _first_only(drawn[0])
+            sums = [sum(take(column)) for column in distinct]
+            for (b_slot, a_slot), found in zip(slots, values, strict=True):
+                base = sums[b_slot]
+                if base == 0:
+                    continue
+                value = (base - sums[a_slot]) / base * 100.0
+                if math.isfinite(value):
+                    found.append(value)
+        for position, found in zip(positions, values, strict=True):
+            intervals[position] = percentile_interval(found, resamples, confidence)
+    return intervals
+
+
+def _first_only(index: int) -> Callable[[Sequence[float]], tuple[float, ...]]:
+    """What itemgetter of many indices gives (a tuple), for one index."""
+    return lambda column: (column[index],)

@@ -9,8 +9,8 @@ subsets of the n runs that have the property, so they need n >= k.
 
 from __future__ import annotations
 
+import functools
 import math
-from fractions import Fraction
 
 
 def _check(runs: int, resolved: int, k: int) -> None:
@@ -20,13 +20,20 @@ def _check(runs: int, resolved: int, k: int) -> None:
         raise ValueError(f"pass@k needs 1 <= k <= runs ({runs}), not k = {k}")
 
 
+# Exact to the last bit: the ratio of two integers, divided once (Python's
+# division of integers rounds correctly, as converting a Fraction does). Cached:
+# a large sweep asks for the same few (runs, resolved, k) over and over.
+
+@functools.lru_cache(maxsize=65536)
 def pass_at_k(runs: int, resolved: int, k: int) -> float:
     """Unbiased estimate of the chance that at least one of k runs resolves."""
     _check(runs, resolved, k)
-    return float(1 - Fraction(math.comb(runs - resolved, k), math.comb(runs, k)))
+    subsets = math.comb(runs, k)
+    return (subsets - math.comb(runs - resolved, k)) / subsets
 
 
+@functools.lru_cache(maxsize=65536)
 def pass_hat_k(runs: int, resolved: int, k: int) -> float:
     """Unbiased estimate of the chance that all k runs resolve (pass^k)."""
     _check(runs, resolved, k)
-    return float(Fraction(math.comb(resolved, k), math.comb(runs, k)))
+    return math.comb(resolved, k) / math.comb(runs, k)

@@ -73,7 +73,13 @@ def exact_mcnemar(first_only: int, second_only: int) -> float:
     n = first_only + second_only
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(first_only, second_only) + 1))
+    # C(n, i + 1) = C(n, i) * (n - i) / (i + 1), exactly: one small step per term
+    # where math.comb would start over (thousands of discordant pairs, each term
+    # a thousand digits long).
+    term = tail = 1
+    for i in range(min(first_only, second_only)):
+        term = term * (n - i) // (i + 1)
+        tail += term
     return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
 
 

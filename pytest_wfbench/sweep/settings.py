@@ -112,7 +112,7 @@ class SweepIdentity:
 
 def load_sweep_files(options: SweepOptions) -> list[TaskFile]:
     return load_task_files(options.task_paths, default_timeout_s=options.default_timeout_s,
-                           known_arms=KNOWN_ARMS)
+                           known_arms=KNOWN_ARMS, cache_dir=options.cache_dir)
 
 
 def suite_name(task_files: list[TaskFile]) -> str:

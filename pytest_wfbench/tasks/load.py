@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_wfbench.heap import collector_paused
 from pytest_wfbench.tasks.model import (
     AGENT_ARM_KEYS,
     ARM_KINDS,
@@ -46,6 +47,7 @@ from pytest_wfbench.tasks.model import (
     TaskFileError,
     looks_like_url,
 )
+from pytest_wfbench.tasks.parsecache import parse_cache
 from pytest_wfbench.tasks.reader import (
     Node,
     Reader,
@@ -346,15 +348,22 @@ def _arm_definitions(reader: Reader | None, base: Path) -> dict[str, ArmDefiniti
 
 def load_task_file(
     path: Path, *, default_timeout_s: float = DEFAULT_TIMEOUT_S,
-    known_arms: Sequence[str] = BUILTIN_ARMS,
+    known_arms: Sequence[str] = BUILTIN_ARMS, cache_dir: Path | None = None,
 ) -> TaskFile:
     """Parse and validate one task file; raise :class:`TaskFileError` on any problem.
 
     ``known_arms`` are the arms that exist without a definition in the file (the
-    built-in scripted arms and the agent presets)."""
-    path = path.resolve()
+    built-in scripted arms and the agent presets). ``cache_dir`` (the sweep's
+    --wfbench-cache-dir) keeps the parsed tree for the next load of the same
+    content; every check below runs either way."""
+    with collector_paused():
+        return _load_task_file(path.resolve(), default_timeout_s, known_arms, cache_dir)
+
+
+def _load_task_file(path: Path, default_timeout_s: float, known_arms: Sequence[str],
+                    cache_dir: Path | None) -> TaskFile:
     forget_resolved_paths()  # within one file only: the files may change between loads
-    root = compose(path)
+    root = compose(path, parse_cache(cache_dir))
     reader = Reader(path, root, task=None, prefix="")
     reader.check_keys(TOP_KEYS)
     if "version" not in reader.values:
@@ -402,12 +411,14 @@ def load_task_file(
         scenarios=scenarios,
     )
 
+
 def load_task_files(
     paths: Sequence[Path], *, default_timeout_s: float = DEFAULT_TIMEOUT_S,
-    known_arms: Sequence[str] = BUILTIN_ARMS,
+    known_arms: Sequence[str] = BUILTIN_ARMS, cache_dir: Path | None = None,
 ) -> list[TaskFile]:
     """Load several task files; task ids must be unique across all of them."""
-    files = [load_task_file(path, default_timeout_s=default_timeout_s, known_arms=known_arms)
+    files = [load_task_file(path, default_timeout_s=default_timeout_s, known_arms=known_arms,
+                            cache_dir=cache_dir)
              for path in paths]
     owner: dict[str, Path] = {}
     for task_file in files:

@@ -6,26 +6,64 @@ from __future__ import annotations
 import functools
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from pytest_wfbench.tasks.model import TaskFileError
 
+if TYPE_CHECKING:
+    from pytest_wfbench.tasks.parsecache import ParseCache
+
 
 class Node:
     """A parsed YAML value with the line it started on."""
+
+    __slots__ = ("line", "value")
 
     def __init__(self, value: Any, line: int) -> None:
         self.value = value
         self.line = line
 
 
-def compose(path: Path) -> Node:
+Encoded = tuple[int, Any]
+"""A node as plain data, ``(line, value)``: value a dict of encoded nodes (a
+mapping), a list of them (a sequence), or a scalar (never a dict or a list).
+What the parse cache keeps."""
+
+
+def decode(encoded: Encoded) -> Node:
+    line, value = encoded
+    if type(value) is dict:
+        return Node({key: decode(item) for key, item in value.items()}, line)
+    if type(value) is list:
+        return Node([decode(item) for item in value], line)
+    return Node(value, line)
+
+
+def compose(path: Path, cache: ParseCache | None = None) -> Node:
+    """The file's tree of nodes: from the parse cache when it holds this file's
+    content (see :mod:`pytest_wfbench.tasks.parsecache`), else parsed here (and
+    then kept there)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise TaskFileError(path, None, f"cannot read task file: {exc.strerror}") from exc
+    key = cache.key(data) if cache is not None else ""
+    cached = cache.get(key) if cache is not None else None
+    if cached is not None:
+        try:
+            return decode(cached)
+        except (TypeError, ValueError):
+            pass  # an entry of another shape: parse again, and replace it
+    encoded = parse(path, data)
+    if cache is not None:
+        cache.put(key, encoded)
+    return decode(encoded)
+
+
+def parse(path: Path, data: bytes) -> Encoded:
+    """A task file's bytes as its encoded tree; errors name the line."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -34,25 +72,55 @@ def compose(path: Path) -> Node:
                             f"0x{data[exc.start]:02x} at offset {exc.start}): save it as "
                             "UTF-8") from exc
     try:
-        root = yaml.compose(text, Loader=COMPOSER)
+        root = yaml.compose(text, Loader=Composer)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise TaskFileError(path, line, f"invalid YAML: {problem}") from exc
+        raise _yaml_error(path, exc) from exc
     if root is None:
         raise TaskFileError(path, 1, "the task file is empty")
-    return _convert(path, root, yaml.SafeLoader(""))
+    return _encode(path, root, yaml.SafeLoader(""))
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> TaskFileError:
+    mark = getattr(exc, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(exc, "problem", None) or str(exc)
+    return TaskFileError(path, line, f"invalid YAML: {problem}")
 
 
 # libyaml's composer when PyYAML has it (several times faster); nodes keep lines.
 COMPOSER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+STR_TAG = "tag:yaml.org,2002:str"
 
 
-def _convert(path: Path, node: yaml.Node, constructor: yaml.SafeLoader) -> Node:
+class Composer(COMPOSER):  # type: ignore[misc]
+    """The safe composer with a cheaper resolver: the composer asks for the tag of
+    every untagged scalar, and a task file is mostly plain strings. The same
+    implicit resolvers decide, in the same order (those of the value's first
+    character, then the wildcard ones); only the lookups are fewer."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        resolvers = self.yaml_implicit_resolvers
+        wildcard = tuple(resolvers.get(None, ()))
+        self._by_first: dict[str, tuple[Any, ...]] = {
+            first: (*found, *wildcard) for first, found in resolvers.items()
+            if first is not None}
+        self._wildcard = wildcard
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)
+        if implicit[0]:
+            for tag, regexp in self._by_first.get(value[:1], self._wildcard):
+                if regexp.match(value):
+                    return tag
+        return self.DEFAULT_SCALAR_TAG
+
+
+def _encode(path: Path, node: yaml.Node, constructor: yaml.SafeLoader) -> Encoded:
     line = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
-        mapping: dict[str, Node] = {}
+        mapping: dict[str, Encoded] = {}
         for key_node, value_node in node.value:
             key = key_node.value
             if not isinstance(key_node, yaml.ScalarNode):
@@ -62,11 +130,16 @@ def _convert(path: Path, node: yaml.Node, constructor: yaml.SafeLoader) -> Node:
                 raise TaskFileError(
                     path, key_node.start_mark.line + 1, f"duplicate key {key!r}", field=key
                 )
-            mapping[key] = _convert(path, value_node, constructor)
-        return Node(mapping, line)
+            mapping[key] = _encode(path, value_node, constructor)
+        return (line, mapping)
     if isinstance(node, yaml.SequenceNode):
-        return Node([_convert(path, item, constructor) for item in node.value], line)
-    return Node(constructor.construct_object(node, deep=True), line)
+        return (line, [_encode(path, item, constructor) for item in node.value])
+    if node.tag == STR_TAG:
+        return (line, node.value)  # what the constructor would return, without it
+    try:
+        return (line, constructor.construct_object(node, deep=True))
+    except yaml.YAMLError as exc:  # an unknown tag (!!python/...), a bad timestamp
+        raise _yaml_error(path, exc) from exc
 
 
 class Reader:
@@ -185,7 +258,6 @@ def plain(node: Node) -> Any:
     if isinstance(node.value, list):
         return [plain(item) for item in node.value]
     return node.value
-
 
 
 def forget_resolved_paths() -> None:

@@ -1,0 +1,193 @@
+"""Aggregation and report of many rows: ``build_report`` of a generated out dir
+(benchmarks/outdirs.py), each measurement in a fresh interpreter so that its
+peak RSS is the build's own.
+
+The out dir is measured in three states: as a sweep leaves it (the row cache
+written by the processes that wrote the rows, a batch at a time: what the
+report at the end of a sweep reads), cold (no row cache: every line parsed)
+and warm (the cache as a report rewrote it). Alongside, the floors of reading
+the file: its lines split and digested (what a cached build cannot skip) and
+every line parsed by ``json.loads`` (what a build without the cache cannot).
+Every state must render the same report.md, byte for byte.
+
+``python -m benchmarks.aggregation build|split|floors OUT`` are the
+measurements (the build, a build's time piece by piece, the reading floors);
+they print JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.outdirs import RowsShape, write_outdir
+from benchmarks.targets import Target
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _rss_mib() -> float:
+    """This process's peak resident set so far: the kernel's high-water mark of
+    its memory since exec (ru_maxrss would also count the parent's at fork)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def build(out: Path) -> dict[str, Any]:
+    from pytest_wfbench.outdir import build_report
+    from pytest_wfbench.rowcache import CacheUse
+
+    before = _rss_mib()
+    use = CacheUse()
+    start = time.perf_counter()
+    report = build_report(out, use=use)
+    wall = time.perf_counter() - start
+    text = report.files["report.md"]
+    return {"wall_s": round(wall, 3), "peak_rss_mib": round(_rss_mib(), 1),
+            "rss_before_mib": round(before, 1), "rows": len(report.rows),
+            "report_sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "report_bytes": len(text.encode()), "cache": vars(use)}
+
+
+def split(out: Path) -> dict[str, float]:
+    """Where a build's time goes, piece by piece (a second build, as the first)."""
+    from pytest_wfbench.aggregate import summarize
+    from pytest_wfbench.heap import collector_paused
+    from pytest_wfbench.outdir import provenance, read_json
+    from pytest_wfbench.render.sections import overhead_section, trust_sections
+    from pytest_wfbench.report import render_markdown
+    from pytest_wfbench.review.quality import review_quality_section
+    from pytest_wfbench.rowcache import latest_rows
+    from pytest_wfbench.store import result_lines
+
+    with collector_paused():
+        marks = [time.perf_counter()]
+        record = read_json(out / "sweep.json") or {}
+        rows = latest_rows(out, result_lines(out / "results.jsonl"), record.get("sweep_id"))
+        marks.append(time.perf_counter())
+        summary = summarize([r for r in rows if r.get("lane", "agent") == "agent"],
+                            (record.get("settings") or {}).get("baseline_arm"))
+        marks.append(time.perf_counter())
+        sections = [*trust_sections(rows), *overhead_section(rows),
+                    *review_quality_section(rows)]
+        facts = provenance(rows, record)
+        marks.append(time.perf_counter())
+        render_markdown(summary, facts, sections)
+        marks.append(time.perf_counter())
+    names = ("read_s", "aggregate_s", "sections_s", "render_s")
+    return {name: round(b - a, 3) for name, a, b in zip(names, marks, marks[1:], strict=False)}
+
+
+def floors(out: Path) -> dict[str, Any]:
+    from pytest_wfbench.rowcache import line_key
+    from pytest_wfbench.store import result_lines
+
+    path = out / "results.jsonl"
+    start = time.perf_counter()
+    lines = sum(1 for line in result_lines(path) if line)
+    split_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for line in result_lines(path):
+        if line:
+            line_key(line)
+    digest_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for line in result_lines(path):
+        if line:
+            json.loads(line)
+    parse_s = time.perf_counter() - start
+    return {"lines": lines, "bytes": path.stat().st_size, "read_split_s": round(split_s, 3),
+            "read_digest_s": round(digest_s, 3), "read_parse_s": round(parse_s, 3)}
+
+
+def _measure(mode: str, out: Path) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "benchmarks.aggregation", mode, str(out)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, check=False,
+                          env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    if done.returncode != 0:
+        raise RuntimeError(f"aggregation {mode} of {out} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def writer_cache(out: Path) -> None:
+    """The row cache as the rows' writers leave it (pytest_wfbench.store)."""
+    from pytest_wfbench.rowcache import CACHE, CachedRows
+
+    (out / CACHE).unlink(missing_ok=True)
+    writer = CachedRows(out)
+    with (out / "results.jsonl").open("rb") as results:
+        for line in results:
+            writer.add([line.rstrip(b"\n")])
+
+
+def measure_shape(scratch: Path, shape: RowsShape) -> dict[str, Any]:
+    from pytest_wfbench.rowcache import CACHE
+
+    out = write_outdir(scratch / f"rows-{shape.tasks}x{shape.arms}x{shape.runs}", shape)
+    writer_cache(out)
+    figures: dict[str, Any] = {"shape": shape.label, "rows": shape.rows,
+                               "results_bytes": (out / "results.jsonl").stat().st_size,
+                               "writer_cache_bytes": (out / CACHE).stat().st_size}
+    figures["session_end"] = _measure("build", out)
+    figures["session_end_split"] = _measure("split", out)
+    (out / CACHE).unlink()
+    figures["cold"] = _measure("build", out)
+    figures["warm"] = _measure("build", out)
+    figures["warm_cache_bytes"] = (out / CACHE).stat().st_size
+    figures["floors"] = _measure("floors", out)
+    digests = {figures[k]["report_sha256"] for k in ("session_end", "cold", "warm")}
+    figures["same_report"] = len(digests) == 1
+    if len(digests) != 1:
+        raise RuntimeError(f"the report of {out} differs between cache states: {digests}")
+    return figures
+
+
+def aggregation_targets(shapes: dict[str, dict[str, Any]], rows: int) -> list[Target]:
+    targets = []
+    for key, data in shapes.items():
+        if data["rows"] != rows:
+            continue
+        for state in ("session_end", "cold"):
+            run = data[state]
+            targets.append(Target(
+                key=f"aggregate_{key}_{state}",
+                target=f"aggregation + report of {rows:,} rows <= 2 s "
+                       f"({data['shape']}, {state.replace('_', ' ')})",
+                value=run["wall_s"], limit=2.0, unit="s",
+                measured=f"build_report {run['wall_s']:.2f} s{_split(data, state)}, peak RSS "
+                         f"{run['peak_rss_mib']:.0f} MiB ({run['rss_before_mib']:.0f} MiB "
+                         f"before); reading floor: split+digest "
+                         f"{data['floors']['read_digest_s']:.2f} s, json.loads of every line "
+                         f"{data['floors']['read_parse_s']:.2f} s"))
+    return targets
+
+
+def _split(data: dict[str, Any], state: str) -> str:
+    pieces = data.get(f"{state}_split")
+    if not pieces:
+        return ""
+    return " (" + ", ".join(f"{name.removesuffix('_s')} {value:.2f} s"
+                            for name, value in pieces.items()) + ")"
+
+
+def main(argv: list[str]) -> int:
+    mode, out = argv[0], Path(argv[1])
+    measure = {"build": build, "split": split, "floors": floors}[mode]
+    print(json.dumps(measure(out)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,160 @@
+"""A generated out dir of many rows, for the aggregation and report benchmark.
+
+Rows are shaped like an agent sweep's (every field a real row has, phases,
+model usage and stage times: about 2.5 KB of JSON each), with seeded figures
+and a realistic mix of outcomes: mostly resolved or counted failures, a few
+excluded runs (session errors), skipped cells and one harness error.
+Deterministic: the same arguments write the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SWEEP_ID = "20261201T000000Z-bench000"
+ARMS = ("baseline", "workflow", "workflow_direct", "ce_workflow")
+STAGES = ("template", "template_wait", "template_build", "clone", "setup", "session",
+          "verify", "capture", "evidence", "expected_tests", "oracle", "row", "cleanup")
+
+
+@dataclass(frozen=True)
+class RowsShape:
+    tasks: int
+    arms: int
+    runs: int
+
+    @property
+    def rows(self) -> int:
+        return self.tasks * self.arms * self.runs
+
+    @property
+    def label(self) -> str:
+        return f"{self.tasks:,} tasks x {self.arms} arms x {self.runs} runs"
+
+
+def _outcome(rng: random.Random) -> tuple[str, str | None]:
+    """(status, error_kind): 70% resolved, then counted failures, a few excluded."""
+    draw = rng.random()
+    if draw < 0.70:
+        return "ran", None
+    if draw < 0.90:
+        return "ran", "oracle-failed"
+    if draw < 0.95:
+        return "ran", "verify-failed"
+    if draw < 0.97:
+        return "ran", "session-timeout"
+    if draw < 0.99:
+        return "ran", "session-error"
+    return "skipped", None
+
+
+def agent_row(rng: random.Random, task: str, arm: str, run: int) -> dict[str, Any]:
+    status, kind = _outcome(rng)
+    counted = status == "ran" and kind != "session-error"
+    resolved = status == "ran" and kind is None
+    input_tokens = rng.randrange(2_000, 40_000)
+    output_tokens = rng.randrange(500, 8_000)
+    cache_read = rng.randrange(10_000, 400_000)
+    cache_creation = rng.randrange(0, 30_000)
+    session_s = round(rng.uniform(20, 600), 3)
+    stage_ms = {stage: round(rng.uniform(1, 900), 1) for stage in STAGES}
+    stage_ms["session"] = round(session_s * 1000, 1)
+    duration_s = round(session_s + sum(v for k, v in stage_ms.items() if k != "session") / 1000,
+                       3)
+    cost = round((input_tokens * 3 + output_tokens * 15 + cache_read * 0.3
+                  + cache_creation * 3.75) / 1e6, 6)
+    usage = {"input_tokens": input_tokens, "output_tokens": output_tokens,
+             "cache_read_input_tokens": cache_read,
+             "cache_creation_input_tokens": cache_creation}
+    cell_id = f"{task}-{arm}-r{run}"
+    skipped = status == "skipped"
+    return {
+        "arm": arm, "arm_kind": "claude",
+        "artifacts": [] if skipped else [f"artifacts/{cell_id}.patch",
+                                         f"artifacts/{cell_id}.work.transcript.jsonl"],
+        "authored_tests_passed": None if skipped else kind not in ("verify-failed",),
+        "cache_creation_input_tokens": 0 if skipped else cache_creation,
+        "cache_read_input_tokens": 0 if skipped else cache_read,
+        "cell_id": cell_id, "class": rng.choice(("bug", "feature", "refactor")),
+        "clone": "overlay", "cost_usd": None if skipped else cost, "counted": counted,
+        "diff_deletions": rng.randrange(0, 40), "diff_files": rng.randrange(1, 6),
+        "diff_insertions": rng.randrange(1, 120),
+        "duration_s": 0.0 if skipped else duration_s, "effort": "high",
+        "error_class": None if kind is None else (
+            "execution failure" if kind == "session-error" else "valid negative"),
+        "error_detail": None if kind is None else f"{kind}: see the cell's artifacts",
+        "error_kind": kind, "estimated_tokens": None, "evidence_notes": [], "extras": {},
+        "harness_overhead_s": None if skipped else round(duration_s - session_s, 3),
+        "harness_version": "0.1.0",
+        "identity": {"arm": hashlib.sha256(arm.encode()).hexdigest(), "base_sha": "c" * 40,
+                     "effort": "high", "harness_version": "0.1.0",
+                     "model": "claude-sonnet-4-5", "oracle": "a" * 64,
+                     "sandbox_backend": "bubblewrap",
+                     "task": hashlib.sha256(task.encode()).hexdigest()},
+        "input_tokens": 0 if skipped else input_tokens, "kept_workspace": None,
+        "lane": "agent", "limit_exceeded": None,
+        "main_usage": {} if skipped else {k: v // 2 for k, v in usage.items()},
+        "measurement_lock_wait_ms": None, "model": "claude-sonnet-4-5",
+        "model_usage": {} if skipped else {"claude-sonnet-4-5": {**usage, "costUSD": cost}},
+        "num_turns": None if skipped else rng.randrange(3, 60),
+        "ok": kind is None, "oracle_digest": "b" * 64,
+        "oracle_judged_by": None if skipped else "tests",
+        "oracle_passed": None if skipped else resolved,
+        "oracle_tests_expected": None if skipped else 6,
+        "output_tokens": 0 if skipped else output_tokens,
+        "phases": [] if skipped else [{"name": "work", "session_id": f"{rng.getrandbits(64):016x}",
+                                       "duration_s": session_s, "num_turns": 12,
+                                       "skill_invoked": True, **usage}],
+        "plugin": None, "random_seed": None, "recorded_at": "2026-12-01T01:00:00Z",
+        "resolved": resolved, "reused": False, "reused_from": None, "review": None,
+        "review_scored": None, "run": run, "sandbox_backend": "bubblewrap",
+        "sanitized_sha": "d" * 40,
+        "schema_version": 1,
+        "session_duration_s": None if skipped else session_s,
+        "session_ids": [] if skipped else [f"{rng.getrandbits(64):016x}"],
+        "skills_fingerprint": None, "skip_reason": "expensive" if skipped else None,
+        "stage_ms": {} if skipped else stage_ms, "started_at": "2026-12-01T00:59:00.000Z",
+        "status": status, "steps": [], "subject_version": None, "suite": "bench-report",
+        "suspicious": [], "sweep_id": SWEEP_ID, "task": task, "task_base_sha": "c" * 40,
+        "task_prompt_digest": "e" * 64, "tool_calls": None, "totals": {}, "transport": None,
+        "worker": f"gw{run % 2}", "shard": None, "merged_from": None, "overlay_digest": None,
+        "audit": None,
+    }
+
+
+def write_outdir(out: Path, shape: RowsShape, seed: int = 7) -> Path:
+    """An out dir of ``shape.rows`` rows (results.jsonl, sweep.json,
+    environment.json), as a finished sweep leaves it; returns it."""
+    rng = random.Random(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "artifacts").mkdir(exist_ok=True)
+    width = len(str(shape.tasks - 1))
+    with (out / "results.jsonl").open("w", encoding="utf-8") as results:
+        for t in range(shape.tasks):
+            task = f"task-{t:0{width}d}"
+            for arm in ARMS[:shape.arms]:
+                for run in range(1, shape.runs + 1):
+                    row = agent_row(rng, task, arm, run)
+                    if results.tell() == 0:  # one harness error, listed in the report
+                        row.update(status="ran", error_kind="harness-error", counted=True,
+                                   error_detail="KeyError: 'x'", resolved=False)
+                    results.write(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n")
+    record = {
+        "harness_version": "0.1.0", "out_dir": str(out), "schema_version": 1,
+        "sessions": [{"finished_at": "2026-12-01T02:00:00Z", "plan": {}, "reason": None,
+                      "resumed": False, "started_at": "2026-12-01T00:00:00Z",
+                      "state": "complete", "stopped_at": None}],
+        "settings": {"arms": list(ARMS[:shape.arms]), "baseline_arm": "baseline",
+                     "clone": "overlay", "effort": "high", "model": "claude-sonnet-4-5",
+                     "runs": shape.runs, "sandbox_backend": "bubblewrap", "suspicious": "flag"},
+        "suite": "bench-report", "sweep_id": SWEEP_ID,
+        "task_files": [{"path": "/bench/tasks.yaml", "sha256": "f" * 64}],
+    }
+    (out / "sweep.json").write_text(json.dumps(record, indent=2, sort_keys=True))
+    (out / "environment.json").write_text(json.dumps({"host": "bench"}, indent=2))
+    return out

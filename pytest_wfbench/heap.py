@@ -1,0 +1,43 @@
+"""The cyclic garbage collector around the harness's bulk work.
+
+Loading 10,000 tasks or collecting 10,000 cells makes hundreds of thousands of
+objects and no reference cycle; each full collection on the way walks every
+live object, and those collections took most of the time. So the bulk work
+runs with the collector paused, and what lives until the session ends (the
+tasks, the collected items) is frozen once: never walked again, by later
+collections nor by the ones pytest forces at its end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic collection inside (reference counting still frees everything
+    that is not in a cycle); the collector runs again as before afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+FREEZE_FROM = 1000
+"""Items from which a collection is frozen: below, a few full collections cost
+little; from here on they cost more than the items' cycles could leak."""
+
+
+def freeze_long_lived(items: int) -> None:
+    """After a collection of ``items`` items (from FREEZE_FROM on), move every
+    object alive now out of the collector's reach for good: they live until the
+    process ends. (A session run in-process, as pytester can, leaves its cycles
+    behind then: the price of not walking 10,000 items at every full collection,
+    pytest's final ones included.)"""
+    if items >= FREEZE_FROM:
+        gc.freeze()

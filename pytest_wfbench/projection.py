@@ -1,0 +1,69 @@
+"""Rows projected to what the report reads of them. Pure.
+
+A row is about 80 fields (2-3 KB of JSON); the aggregation, report.md and the
+terminal summary read about 30 of them from most rows, and the whole row only
+of the rows they list one by one: excluded runs, skipped cells, suspicious
+wins, harness errors, kept workspaces and the tool-cost lanes' rows. So the
+report is built from each row's projection, which is the row itself for a
+listed row, and otherwise a small dict of the fields below (those the row has,
+``None`` left out: every reader of a projected field takes a missing one as
+``None``). Strings that repeat from row to row (task, arm, status, ...) are
+shared, not held once per row.
+
+The same rows give the same report whether it is built from rows or from their
+projections (tests/test_projection.py checks it); a field read from every row
+by a new section of the report must be added here.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pytest_wfbench.aggregate import USAGE_FIELDS
+
+Row = dict[str, Any]
+
+SHARED = ("sweep_id", "task", "class", "arm", "status", "lane", "error_kind",
+          "oracle_judged_by", "model", "effort")
+"""String fields whose values repeat from row to row: held once."""
+NUMBERS = ("run", "resolved", "counted", "reused", "review_scored", *USAGE_FIELDS,
+           "estimated_tokens", "cost_usd", "session_duration_s", "duration_s",
+           "harness_overhead_s", "num_turns", "diff_files", "diff_insertions", "diff_deletions")
+"""Figures and flags, kept as they are."""
+EXTRA_SHARED = ("arm_kind", "overlay_digest", "skills_fingerprint")
+FLAGS = ("authored_tests_passed", "oracle_passed")
+PROJECTED = ("cell_id", *SHARED, *EXTRA_SHARED, *NUMBERS, *FLAGS, "review", "stage_ms",
+             "audit", "artifacts", "identity")
+"""Every field the report reads from a row it does not list (the audit's and the
+promotion gate's included)."""
+
+
+def listed(row: Row) -> bool:
+    """Whether the report, or the terminal, shows this row on a line of its own
+    (then it is kept whole)."""
+    return (row.get("status") != "ran" or not row.get("counted")
+            or bool(row.get("suspicious")) or row.get("error_kind") == "harness-error"
+            or row.get("lane", "agent") != "agent" or bool(row.get("kept_workspace")))
+
+
+def project(row: Row) -> Row:
+    """The row's projection: the row itself when it is listed, else the fields
+    of PROJECTED it has (not None)."""
+    if listed(row):
+        return row
+    out: Row = {}
+    for key in PROJECTED:
+        value = row.get(key)
+        if value is None:
+            continue
+        if key in (*SHARED, *EXTRA_SHARED) and isinstance(value, str):
+            value = sys.intern(value)
+        elif key == "identity" and isinstance(value, dict):
+            value = {part: sys.intern(digest) if isinstance(digest, str) else digest
+                     for part, digest in value.items()}
+        elif key == "stage_ms" and isinstance(value, dict):
+            value = {sys.intern(name) if isinstance(name, str) else name: ms
+                     for name, ms in value.items()}
+        out[key] = value
+    return out

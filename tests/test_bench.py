@@ -1,0 +1,88 @@
+"""The benchmark's own logic (benchmarks/, `make bench`): the target table, and
+the generated inputs it measures on doing what the figures assume. Nothing here
+times anything."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.outdirs import RowsShape, write_outdir
+from benchmarks.projects import session_lengths, write_pytest_suite, write_sleeper_suite
+from benchmarks.targets import Target, ratio, render_targets, summary_line, target_rows
+from benchmarks.workload import RepoShape
+from pytest_wfbench.tasks import load_task_file
+
+
+def target(value: float | None, limit: float = 1.3, unit: str = "x") -> Target:
+    return Target(key="k", target="a cell <= 1.3x", value=value, limit=limit, unit=unit,
+                  measured="what")
+
+
+def test_a_target_holds_at_its_limit_and_an_unmeasured_one_holds_nothing() -> None:
+    assert target(1.3).holds is True
+    assert target(1.31).holds is False
+    assert target(None).holds is None
+    assert [t.verdict() for t in (target(1.0), target(2.0), target(None))] == \
+        ["holds", "DOES NOT HOLD", "not measured"]
+    assert target(0.0, 0.0, "builds").shown() == "0"
+    assert target(1.234, 2.0, "s").shown() == "1.23 s"
+    assert ratio(3.0, 2.0) == 1.5
+    assert ratio(None, 2.0) is None and ratio(1.0, 0.0) is None
+
+
+def test_the_table_shows_every_target_with_its_verdict() -> None:
+    targets = [target(1.0), Target("b", "b <= 2 s", 2.5, 2.0, "s", "wall"), target(None)]
+    assert target_rows(targets)[1] == ("b <= 2 s", "2.00 s", "2.50 s", "DOES NOT HOLD", "wall")
+    plain = render_targets(targets)
+    assert plain.count("DOES NOT HOLD") == 1 and "n/a" in plain
+    markdown = render_targets(targets, markdown=True).splitlines()
+    assert markdown[0].startswith("| target |") and len(markdown) == 2 + len(targets)
+    assert summary_line(targets) == "1 of 3 targets hold; not held: b; not measured: k"
+
+
+def test_session_lengths_sum_to_s_and_are_ten_times_apart() -> None:
+    lengths = session_lengths(24, 120.0)
+    assert len(lengths) == 24
+    assert sum(lengths) == pytest.approx(120.0, abs=0.01)
+    assert max(lengths) / min(lengths) == pytest.approx(10.0, rel=0.05)
+    assert lengths != sorted(lengths)  # shuffled: long sessions are not all at the end
+    assert session_lengths(24, 120.0) == lengths
+
+
+def test_the_generated_project_fails_its_oracle_until_the_gold_patch(tmp_path: Path) -> None:
+    suite = write_pytest_suite(tmp_path / "p", RepoShape(3, 4), tasks=2, name="bench-p")
+    task_file = load_task_file(suite.task_file)
+    assert [t.id for t in task_file.tasks] == list(suite.tasks)
+    assert suite.repo_files == sum(1 for p in suite.repo.rglob("*") if p.is_file())
+
+    def oracle(task: str) -> int:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               str(suite.oracle_dir(task))], cwd=suite.repo,
+                              capture_output=True, check=False).returncode
+
+    assert oracle("shift-1") == 1
+    subprocess.run(["git", "apply", str(suite.gold("shift-1"))], cwd=suite.repo, check=True)
+    assert oracle("shift-1") == 0
+    assert oracle("shift-0") == 1
+
+
+def test_the_sleeper_suite_has_one_task_per_length(tmp_path: Path) -> None:
+    suite = write_sleeper_suite(tmp_path / "s", [1.5, 0.25], "bench-s")
+    tasks = load_task_file(suite.task_file).tasks
+    assert [t.setup for t in tasks] == ["printf 1.5 > .session-length",
+                                        "printf 0.25 > .session-length"]
+    assert load_task_file(suite.task_file).arm_definitions["sleeper"].steps == (
+        'sleep "$(cat .session-length)"',)
+
+
+def test_a_generated_out_dir_is_the_same_bytes_every_time(tmp_path: Path) -> None:
+    shape = RowsShape(3, 2, 4)
+    first = write_outdir(tmp_path / "a", shape) / "results.jsonl"
+    second = write_outdir(tmp_path / "b", shape) / "results.jsonl"
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes().count(b"\n") == shape.rows == 24
+    assert first.read_bytes().count(b'"error_kind": "harness-error"') == 1

@@ -1,0 +1,222 @@
+"""The report from projected rows (pytest_wfbench/projection.py) and the row
+cache beside results.jsonl (pytest_wfbench/rowcache.py): the same report.md,
+byte for byte, as from the rows themselves, whatever the cache holds."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.outdirs import agent_row
+from pytest_wfbench import rowcache
+from pytest_wfbench.outdir import build_report, latest_per_cell
+from pytest_wfbench.projection import PROJECTED, listed, project
+from pytest_wfbench.redact import Redactor
+from pytest_wfbench.rowcache import CACHE, CachedRows, CacheUse, latest_rows, load_entries
+from pytest_wfbench.store import ResultsStore, iter_rows, result_lines
+from tests.rows import row, runs
+
+pytestmark = pytest.mark.rows_by_hand  # hand-built rows of a few fields
+
+
+SWEEP = "20261201T000000Z-test0000"
+
+
+def review_row(task: str, arm: str, run: int, **score: Any) -> dict[str, Any]:
+    figures = {"tp": 1, "fp": 0, "fn": 1, "precision": 1.0, "recall": 0.5,
+               "weighted_f1": 0.6, "grounding": 1.0, "blocker_recall": 0.5,
+               "verdict_correct": True, "clean_control": False, **score}
+    return row(task, arm, run, kind=None, resolved=False, review_scored=True, review=figures,
+               stage_ms={"session": 10.0, "oracle": 2.0})
+
+
+def variety() -> list[dict[str, Any]]:
+    """Rows of every kind the report treats apart, and many ordinary ones."""
+    rng = random.Random(3)
+    rows: list[dict[str, Any]] = []
+    for t in range(6):
+        for arm in ("baseline", "workflow", "ce_workflow"):
+            for r in range(1, 5):
+                rows.append(agent_row(rng, f"task-{t}", arm, r))
+    rows += runs("small", "baseline", "RFTSX-", stage_ms={"clone": 1.5, "verify": 3.0})
+    rows += runs("small", "workflow", "RRFXS", cost_usd=0.25, num_turns=7)
+    rows.append(row("small", "gold", 1, resolved=True, suspicious=["reads /proc"]))
+    rows.append(row("small", "gold", 2, kind="harness-error",
+                    error_detail="KeyError: 'x'\nsecond line"))
+    rows.append(row("small", "noop", 1, kind="oracle-failed", kept_workspace="/tmp/w/x"))
+    rows.append(row("small", "noop", 2, kind="oracle-failed", oracle_judged_by="exit-code"))
+    rows.append(review_row("review-a", "review", 1))
+    rows.append(review_row("review-a", "review", 2, tp=2, fn=0, recall=1.0))
+    rows.append(row("review-a", "review_baseline", 1, review_scored=False, review=None))
+    for each in rows:
+        each["sweep_id"] = SWEEP
+        each.setdefault("model", "claude-sonnet-4-5")
+    return rows
+
+
+def write_out_dir(out: Path, rows: list[dict[str, Any]], *, baseline: str = "baseline") -> Path:
+    out.mkdir(parents=True)
+    with (out / "results.jsonl").open("w", encoding="utf-8") as results:
+        for r in rows:
+            results.write(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n")
+    record = {"sweep_id": SWEEP, "suite": "variety", "harness_version": "0.1.0",
+              "settings": {"baseline_arm": baseline, "runs": 4}, "sessions": []}
+    (out / "sweep.json").write_text(json.dumps(record))
+    return out
+
+
+def report_of_whole_rows(out: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """report.md as it is made from the rows themselves (no projection)."""
+    with monkeypatch.context() as patched:
+        patched.setattr(rowcache, "project", lambda r: r)
+        copy = out.parent / f"{out.name}-whole"
+        shutil.copytree(out, copy)
+        (copy / CACHE).unlink(missing_ok=True)
+        text = build_report(copy).files["report.md"]
+    return text.replace(str(copy), str(out))
+
+
+def test_the_report_is_the_same_from_projections_cold_and_warm(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = write_out_dir(tmp_path / "out", variety())
+    expected = report_of_whole_rows(out, monkeypatch)
+    assert "## Harness errors" in expected and "## Review quality" in expected
+    assert "## Excluded runs" in expected and "Savings" in expected
+    cold, warm = CacheUse(), CacheUse()
+    assert build_report(out, use=cold).files["report.md"] == expected
+    assert build_report(out, use=warm).files["report.md"] == expected
+    assert (cold.parsed, cold.rewritten) == (cold.lines, True)
+    assert (warm.hits, warm.parsed, warm.rewritten) == (warm.lines, 0, False)
+
+
+def test_projected_rows_hold_only_the_reported_fields(tmp_path: Path) -> None:
+    rows = variety()
+    out = write_out_dir(tmp_path / "out", rows)
+    report = build_report(out)
+    assert len(report.rows) == len(rows)
+    projected = [r for r in report.rows if not listed(r)]
+    assert len(projected) > len(rows) // 2
+    for r in projected:
+        assert set(r) <= set(PROJECTED), set(r) - set(PROJECTED)
+        assert None not in r.values()
+        assert "phases" not in r and "model_usage" not in r and "error_detail" not in r
+    whole = [r for r in report.rows if listed(r)]
+    assert {r["cell_id"] for r in whole} >= {"small-gold-r1", "small-gold-r2", "small-noop-r1",
+                                             "small-baseline-r5", "small-baseline-r6"}
+    assert all("error_detail" in r for r in whole)  # kept whole
+
+
+def test_the_projection_of_a_row() -> None:
+    rng = random.Random(1)
+    rows = [agent_row(rng, "t", "baseline", run) for run in range(1, 60)]
+    ordinary = [r for r in rows if not listed(r)]
+    assert ordinary and len(ordinary) < len(rows)
+    first, second = (project(dict(r)) for r in ordinary[:2])
+    for key in PROJECTED:
+        assert first.get(key) == ordinary[0].get(key)
+    assert first["task"] is second["task"] and first["arm"] is second["arm"]  # shared
+    assert next(iter(first["stage_ms"])) is next(iter(second["stage_ms"]))
+    for r in rows:
+        if listed(r):
+            assert project(r) is r
+    lane = row("scenario", "git", lane="tool-cost")
+    assert listed(lane) and project(lane) is lane
+    for kept in (row("t", "a", kind="session-error"), row("t", "a", status="skipped"),
+                 row("t", "a", resolved=True, suspicious=["x"]),
+                 row("t", "a", kind="harness-error"), row("t", "a", kept_workspace="/w")):
+        assert project(kept) is kept
+
+
+def test_latest_rows_are_the_last_row_of_each_cell_of_the_sweep(tmp_path: Path) -> None:
+    rows = variety()[:30]
+    again = dict(rows[3], resolved=not rows[3]["resolved"])  # the cell ran again
+    other = dict(rows[4], sweep_id="another-sweep", cell_id="elsewhere")
+    out = write_out_dir(tmp_path / "out", [*rows, again, other])
+    results = out / "results.jsonl"
+    with results.open("ab") as torn:
+        torn.write(b'{"cell_id": "torn", "sweep_')
+    expected = [project(r) for r in latest_per_cell(iter_rows(results, SWEEP))]
+    for _ in range(2):  # cold, then from the cache
+        assert latest_rows(out, result_lines(results), SWEEP) == expected
+
+
+def test_a_line_that_changed_is_parsed_again_not_taken_from_the_cache(tmp_path: Path) -> None:
+    rows = variety()
+    out = write_out_dir(tmp_path / "out", rows)
+    build_report(out)
+    results = out / "results.jsonl"
+    lines = results.read_bytes().split(b"\n")
+    target = next(i for i, r in enumerate(rows) if not listed(r) and not r["resolved"])
+    changed = dict(rows[target], resolved=True)
+    lines[target] = json.dumps(changed, sort_keys=True).encode()
+    results.write_bytes(b"\n".join(lines))
+    use = CacheUse()
+    report = build_report(out, use=use)
+    assert (use.missed, use.stale, use.rewritten) == (1, 1, True)
+    assert next(r for r in report.rows if r["cell_id"] == changed["cell_id"])["resolved"]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "other tag"])
+def test_a_damaged_cache_is_read_as_far_as_it_checks_and_rebuilt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
+    out = write_out_dir(tmp_path / "out", variety())
+    expected = report_of_whole_rows(out, monkeypatch)
+    build_report(out)
+    cache = out / CACHE
+    blob = bytearray(cache.read_bytes())
+    if damage == "garbage":
+        blob[:] = b"\x00not a cache" * 50
+    elif damage == "truncated":
+        del blob[len(blob) // 2:]
+    elif damage == "flipped":
+        blob[len(blob) // 2] ^= 0x40
+    else:
+        blob[4:12] = b"elsewher"
+    cache.write_bytes(bytes(blob))
+    assert load_entries(out) == ({}, 0)
+    use = CacheUse()
+    assert build_report(out, use=use).files["report.md"] == expected
+    assert use.hits == 0 and use.rewritten
+    assert len(load_entries(out)[0]) == use.lines
+
+
+def test_writers_add_their_rows_a_batch_at_a_time(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    store = ResultsStore(out, Redactor.from_environment(()))
+    store._cached = CachedRows(out, batch=4)
+    rows = variety()[:10]
+    for r in rows:
+        store.append(r)
+    entries, frames = load_entries(out)
+    assert (len(entries), frames) == (8, 2)  # the last 2 wait for their batch
+    (out / "sweep.json").write_text(json.dumps({"sweep_id": SWEEP}))
+    use = CacheUse()
+    report = build_report(out, use=use)
+    assert (use.hits, use.missed, use.parsed) == (8, 2, 2)
+    assert [r["cell_id"] for r in report.rows] == [r["cell_id"] for r in rows]
+
+
+def test_compacting_the_results_leaves_stale_entries_that_a_report_drops(
+        tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    store = ResultsStore(out, Redactor.from_environment(()))
+    store._cached = CachedRows(out, batch=1)
+    rows = variety()[:6]
+    again = dict(rows[0], resolved=True, duration_s=float(rows[0]["duration_s"]) + 1.0)
+    for r in [*rows, again]:
+        store.append(r)
+    store.compact()
+    (out / "sweep.json").write_text(json.dumps({"sweep_id": SWEEP}))
+    use = CacheUse()
+    report = build_report(out, use=use)
+    assert (use.lines, use.hits, use.stale, use.rewritten) == (6, 6, 1, True)
+    assert (report.rows[-1]["cell_id"], report.rows[-1]["duration_s"]) == \
+        (again["cell_id"], again["duration_s"])
+    assert len(load_entries(out)[0]) == 6
