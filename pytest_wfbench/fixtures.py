@@ -16,104 +16,43 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
 
 import pytest
 
-from pytest_wfbench.agents.phases import AgentCell, run_agent_arm, token_totals
+from pytest_wfbench.agents.phases import AgentCell, run_agent_arm
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.control.budget import row_cost
 from pytest_wfbench.control.stop import BUDGET, request_stop, stop_of
-from pytest_wfbench.git import GitError
-from pytest_wfbench.judge.suspicion import changed_paths, scan_patch
+from pytest_wfbench.judge.suspicion import scan_patch
 from pytest_wfbench.oracle import OracleResult, run_oracle
-from pytest_wfbench.outcomes import ERROR_KINDS, CellFailure, CellVerdict
+from pytest_wfbench.outcomes import ERROR_KINDS, CellFailure
 from pytest_wfbench.row import CellRecord, Row, utc_now
-from pytest_wfbench.sandbox import LayersUnavailable, Sandbox
+from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.session import SessionResult, run_session
 from pytest_wfbench.skills import SKILLS_DIR, install_skills
+from pytest_wfbench.stages import (
+    AFTER_SESSION,
+    CellPaths,
+    FinalTree,
+    python_sources,
+    record_session,
+    stage,
+)
 from pytest_wfbench.sweep import Sweep
 from pytest_wfbench.verify import VerifyResult, run_verify
 from pytest_wfbench.workspace.capture import (
-    Capture,
     TreeBounds,
-    TreeLimitExceeded,
     capture_tree,
 )
-from pytest_wfbench.workspace.clone import Workspace, make_clone
+from pytest_wfbench.workspace.clone import make_clone
 from pytest_wfbench.workspace.evidence import diff_against_base
 from pytest_wfbench.workspace.fs import remove_tree
 from pytest_wfbench.workspace.layers import JudgedTree, materialize
-from pytest_wfbench.workspace.template import Template, TemplateError
+from pytest_wfbench.workspace.template import Template
 
 SWEEP_KEY = pytest.StashKey[Sweep]()
 RECORD_KEY = pytest.StashKey[CellRecord]()
 REPLAYED_KEY = pytest.StashKey[Row]()
-AFTER_SESSION = "evidence-tampered"
-MAX_SCANNED_BYTES = 32 << 20
-
-
-@contextmanager
-def stage(record: CellRecord, name: str, default_kind: str = "infra-error") -> Iterator[None]:
-    """Turn whatever a stage raises into the record's error kind. A verdict (the
-    arm's own failure: a timeout, a limit) is recorded and ends the stage
-    quietly, so the cell goes on to its row and pytest reports a failure; any
-    other failure is re-raised, and pytest reports an error. An exception of
-    no known kind is a harness bug: ``harness-error``. Its time goes into the
-    record's stage times."""
-    started = time.monotonic()
-    if record.progress is not None:
-        record.progress(name)
-    try:
-        yield
-    except CellVerdict as verdict:
-        record.fail(verdict.kind, verdict.detail)
-        if record.limit_exceeded is None:
-            record.limit_exceeded = verdict.limit
-    except TreeLimitExceeded as exc:
-        record.fail("limit-exceeded", f"{name}: {exc.detail}")
-        if record.limit_exceeded is None:
-            record.limit_exceeded = {"limit": exc.limit, "value": exc.value}
-    except CellFailure as failure:
-        record.fail(failure.kind, failure.detail)
-        raise
-    except LayersUnavailable as exc:
-        # The machine failed the cell, whichever stage (no arm reaches it).
-        record.fail("infra-error", f"{name}: {exc}")
-        raise CellFailure("infra-error", f"{name}: {exc}") from exc
-    except (TemplateError, GitError, OSError) as exc:
-        record.fail(default_kind, f"{name}: {exc}")
-        raise CellFailure(default_kind, f"{name}: {exc}") from exc
-    except KeyboardInterrupt:
-        record.fail("cancelled", f"interrupted during {name}")
-        raise
-    except Exception as exc:
-        detail = f"{name}: {type(exc).__name__}: {exc}"
-        record.fail("harness-error", detail)
-        raise CellFailure("harness-error", detail) from exc
-    finally:
-        record.add_stage_time(name, time.monotonic() - started)
-
-
-@dataclass(frozen=True)
-class CellPaths:
-    """A cell's private host directories (random names: nothing in them says
-    which task or arm the cell is): its workspace and its agent HOME."""
-
-    root: Path
-    workspace: Workspace
-    home: Path
-
-
-@dataclass(frozen=True)
-class FinalTree:
-    """The harness's own copy of the workspace as the arm left it (a layer over
-    the template when the workspace was layered)."""
-
-    tree: JudgedTree
-    capture: Capture
 
 
 @pytest.fixture
@@ -287,29 +226,8 @@ def wfbench_session(
             record.session_completed = True
             sweep.session_completed(cell)
     finally:
-        _record_session(record, result)
+        record_session(record, result)
     return result
-
-
-def _record_session(record: CellRecord, result: SessionResult) -> None:
-    """What the arm spent, even when it failed half-way."""
-    record.session_duration_s = result.duration_s
-    record.tool_calls = result.tool_calls
-    record.estimated_tokens = result.estimated_tokens
-    record.steps = result.steps
-    record.num_turns = result.num_turns
-    record.session_ids = list(result.session_ids)
-    record.phases = result.phases
-    record.main_usage = result.main_usage
-    record.model_usage = result.model_usage
-    record.artifacts.extend(result.artifacts)
-    if record.phases:
-        record.cost_usd = result.cost_usd
-        totals = token_totals(result)
-        record.input_tokens = totals["input_tokens"]
-        record.cache_creation_input_tokens = totals["cache_creation_input_tokens"]
-        record.cache_read_input_tokens = totals["cache_read_input_tokens"]
-        record.output_tokens = totals["output_tokens"]
 
 
 @pytest.fixture
@@ -370,26 +288,6 @@ def wfbench_evidence(
         record.suspicious = scan_patch(patch, churn.notes,
                                        python_sources(wfbench_final, patch, churn.notes))
     return record
-
-
-def python_sources(final: FinalTree, patch: str, notes: tuple[str, ...]) -> dict[str, bytes]:
-    """The changed Python files as they are in the captured tree (the large ones
-    the patch only summarizes included), up to MAX_SCANNED_BYTES in all, so the
-    suspicion scan reads them as Python does."""
-    large = {f.path for f in final.capture.large_files
-             if any(note.startswith("large file") and f": {f.path} (" in note for note in notes)}
-    wanted = [path for path in (*changed_paths(patch), *sorted(large))
-              if path.endswith((".py", ".pyw", ".pth"))]
-    sources: dict[str, bytes] = {}
-    budget = MAX_SCANNED_BYTES  # in all: past it the scan says the rest is unread
-    for path in dict.fromkeys(wanted):
-        if budget <= 0:
-            break
-        content = final.tree.read_regular(PurePosixPath(path), budget)
-        if content is not None:
-            budget -= len(content)
-            sources[path] = content
-    return sources
 
 
 @pytest.fixture

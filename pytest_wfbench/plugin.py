@@ -17,35 +17,23 @@ from typing import Any
 import pytest
 
 from pytest_wfbench import __version__, cells, fixtures
-from pytest_wfbench.aggregate import Summary
-from pytest_wfbench.audit.report import audit_tasks
 from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
 from pytest_wfbench.control.hooks import ControlHooks
 from pytest_wfbench.control.signals import Cancellation, register_controller, register_worker
 from pytest_wfbench.control.start import (
     chosen_sweep_id,
-    close_session,
     open_session,
     prepare_plan,
 )
-from pytest_wfbench.control.stop import ABORTED as STOP_ABORTED
 from pytest_wfbench.control.stop import CANCELLED as STOP_CANCELLED
-from pytest_wfbench.control.stop import request_stop, stop_of
+from pytest_wfbench.control.stop import request_stop
+from pytest_wfbench.finish import Finished, finish_sweep, summary_lines
 from pytest_wfbench.fixtures import RECORD_KEY, REPLAYED_KEY, SWEEP_KEY
 from pytest_wfbench.heap import collector_paused, freeze_long_lived
 from pytest_wfbench.lanes import fixtures as lane_fixtures
-from pytest_wfbench.lanes.report import render_lanes_terminal
-from pytest_wfbench.options import add_options, options_from_config
+from pytest_wfbench.options import add_options
+from pytest_wfbench.optionvalues import options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
-from pytest_wfbench.outdir import COMPLETE, partial_state, spend_lines, write_report
-from pytest_wfbench.render.html import HtmlReport
-from pytest_wfbench.report import (
-    harness_error_lines,
-    promotion_lines,
-    render_terminal,
-    suspicious_lines,
-    unusable_lines,
-)
 from pytest_wfbench.review import fixtures as review_fixtures
 from pytest_wfbench.review.sweep import check_review_changes
 from pytest_wfbench.row import CellRecord
@@ -53,10 +41,8 @@ from pytest_wfbench.sandbox import SandboxUnavailable, preflight
 from pytest_wfbench.shard import ShardError
 from pytest_wfbench.store import (
     ENVIRONMENT,
-    REPORT,
     OutDirError,
     guard_out_dir,
-    recorded_cell_ids,
 )
 from pytest_wfbench.sweep import (
     AgentArmError,
@@ -68,11 +54,8 @@ from pytest_wfbench.sweep import (
 from pytest_wfbench.tasks import TaskFileError
 from pytest_wfbench.workspace.fs import remove_tree
 
-NOT_RUN = "not run: the sweep stopped before this cell"
-SUMMARY_KEY = pytest.StashKey[Summary]()
-ROWS_KEY = pytest.StashKey[list[dict[str, Any]]]()
+FINISHED_KEY = pytest.StashKey[Finished]()
 SELECTED_KEY = pytest.StashKey[dict[str, str]]()
-HTML_KEY = pytest.StashKey[HtmlReport]()
 NOOP_XFAIL = pytest.mark.xfail(
     strict=True, raises=CellUnresolved,
     reason="noop must not resolve: a resolved noop means the oracle passes without any change")
@@ -235,7 +218,6 @@ class SweepHooks:
     def __init__(self, sweep: Sweep, cancellation: Cancellation | None = None) -> None:
         self.sweep = sweep
         self.cancellation = cancellation
-        self.promotions: list[dict[str, Any]] = []
         self.task_paths = {task_file.path for task_file in sweep.task_files}
         self.failed_nodeids: set[str] = set()
 
@@ -356,108 +338,17 @@ class SweepHooks:
         config = session.config
         if not is_controller(config) or config.getoption("collectonly"):
             return
-        sweep = self.sweep
-        self._record_unrun_cells(config.stash[SELECTED_KEY])
-        sweep.store.compact()
-        stop = stop_of(sweep.identity.work_dir)
-        if stop is None and session.exitstatus == pytest.ExitCode.INTERRUPTED:
-            stop = request_stop(sweep.identity.work_dir, STOP_CANCELLED,
-                                "the sweep was interrupted")
-        close_session(sweep, stop.kind if stop is not None else COMPLETE,
-                      stop.reason if stop is not None else None,
-                      stop.at if stop is not None else None)
-        if stop is not None and stop.kind == STOP_ABORTED and session.exitstatus == 0:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        report, html = write_report(sweep.store, baseline_arm=sweep.options.baseline_arm)
-        config.stash[SUMMARY_KEY] = report.summary
-        config.stash[ROWS_KEY] = report.rows
-        self.promotions = report.promotions
-        config.stash[HTML_KEY] = html
-        # An UNUSABLE arm has failures, each of them a pytest error: the sweep
-        # already exits non-zero, and the terminal names the arm.
-        sweep.finish()
-
-    def _record_unrun_cells(self, selected: dict[str, str]) -> None:
-        """Cells selected but without a row (the sweep stopped, or the worker
-        running one died): never silent absence."""
-        recorded = recorded_cell_ids(self.sweep.store.results, self.sweep.sweep_id,
-                                     self.sweep.results_offset)
-        recorded.update(self.sweep.plan().planned)
-        stop = stop_of(self.sweep.identity.work_dir)
-        completed = self.sweep.completed_sessions()
-        by_id = self.sweep.all_cells()
-        pending: list[tuple[AnyCell, CellRecord]] = []
-        for cell_id, nodeid in selected.items():
-            if cell_id in recorded or cell_id not in by_id:
-                continue
-            cell = by_id[cell_id]
-            if nodeid in self.failed_nodeids:
-                record = CellRecord(cell_id=cell_id, started=0.0)
-                if isinstance(cell, ScenarioCell):
-                    record.lane = "tool-cost"
-                if cell_id in completed:
-                    # Judging what the arm left killed its process: counted.
-                    record.session_completed = True
-                    record.fail("evidence-tampered", "the process judging this cell died (e.g. "
-                                "an xdist worker was killed) after its session had completed")
-                else:
-                    record.fail("infra-error", "the process running this cell died (e.g. an "
-                                "xdist worker crashed) before it recorded a row")
-            else:
-                record = self.sweep.skip_record(cell, stop.skip_reason if stop else NOT_RUN)
-            pending.append((cell, record))
-        self.sweep.record_rows(pending)
+        config.stash[FINISHED_KEY] = finish_sweep(self.sweep, session, config.stash[SELECTED_KEY],
+                                                  self.failed_nodeids)
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
-        summary = config.stash.get(SUMMARY_KEY, None)
-        if summary is None:
+        finished = config.stash.get(FINISHED_KEY, None)
+        if finished is None:
             return
-        redact = self.sweep.redactor.clean
         terminalreporter.write_sep("=", "wfbench summary")
-        rows = config.stash.get(ROWS_KEY, [])
-        audit_arms = {str(r["arm"]) for r in rows if (r.get("audit") or {}).get("role")}
-        lines = render_terminal(summary, audit_arms) if summary.rows else []
-        lines += render_lanes_terminal(sorted(rows, key=lambda r: str(r["cell_id"])))
-        for line in lines:
-            terminalreporter.write_line(redact(line))
-        for line in unusable_lines(summary):
-            terminalreporter.write_line(redact(line), red=True, bold=True)
-        for line in harness_error_lines(rows):
-            terminalreporter.write_line(redact(line), red=True, bold=True)
-        for line in suspicious_lines(rows):
-            terminalreporter.write_line(redact(line), yellow=True)
-        unrun = [r["cell_id"] for r in config.stash.get(ROWS_KEY, [])
-                 if r.get("skip_reason") == NOT_RUN]
-        if unrun:
-            terminalreporter.write_line(f"wfbench: {len(unrun)} selected cells did not run "
-                                        f"(rows say so): {', '.join(unrun[:10])}"
-                                        f"{' ...' if len(unrun) > 10 else ''}", yellow=True)
-        kept = [(r["cell_id"], r["kept_workspace"]) for r in rows if r.get("kept_workspace")]
-        if kept:
-            terminalreporter.write_line(f"wfbench: workspaces kept (work dir "
-                                        f"{self.sweep.identity.work_dir}):")
-            for cell_id, path in kept:
-                terminalreporter.write_line(redact(f"  {cell_id}: {path}"))
-        for line in spend_lines(rows):
-            terminalreporter.write_line(redact(line))
-        for line in promotion_lines(self.promotions):
-            terminalreporter.write_line(redact(line), bold=True)
-        for audit in audit_tasks(rows):
-            verdicts = audit.verdicts(self.sweep.options.min_kill_rate)
-            terminalreporter.write_line(redact(f"wfbench audit: {audit.task}: "
-                                               f"{'; '.join(verdicts)}"),
-                                        green=verdicts == ["sound"], red=verdicts != ["sound"])
-        state = partial_state(self.sweep.identity.out_dir)
-        if state is not None:
-            terminalreporter.write_line(redact(f"wfbench: {state}"), yellow=True, bold=True)
-        out = self.sweep.identity.out_dir
-        terminalreporter.write_line(f"wfbench report: {out / REPORT}")
-        html = config.stash.get(HTML_KEY, None)
-        if html is not None:
-            terminalreporter.write_line(redact(html.line), red=html.failed,
-                                        yellow=html.path is None and not html.failed)
-        terminalreporter.write_line(f"wfbench rows:   {self.sweep.store.results}")
+        for line, markup in summary_lines(self.sweep, finished):
+            terminalreporter.write_line(line, **markup)
 
 
 def _cell_of(item: pytest.Item) -> AnyCell | None:

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from pytest_wfbench.cells import ScenarioCell, subject_order
-from pytest_wfbench.fixtures import stage
 from pytest_wfbench.lanes import run_scenario, skipped_step
 from pytest_wfbench.row import CellRecord, Row
+from pytest_wfbench.stages import stage
 from pytest_wfbench.sweep import Sweep
 from pytest_wfbench.workspace.fs import remove_tree
 

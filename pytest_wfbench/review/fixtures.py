@@ -20,7 +20,6 @@ import pytest
 
 from pytest_wfbench.agents.phases import AgentCell, phase_changes
 from pytest_wfbench.cells import Cell
-from pytest_wfbench.fixtures import AFTER_SESSION, CellPaths, _record_session, stage
 from pytest_wfbench.oracle import OracleSnapshot, combined_digest
 from pytest_wfbench.outcomes import CellFailure
 from pytest_wfbench.review.artifact import (
@@ -40,6 +39,7 @@ from pytest_wfbench.review.session import (
 from pytest_wfbench.row import CellRecord, Row
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.session import SessionResult
+from pytest_wfbench.stages import AFTER_SESSION, CellPaths, record_session, stage
 from pytest_wfbench.sweep import Sweep
 from pytest_wfbench.workspace.evidence import workspace_changes
 from pytest_wfbench.workspace.template import Template
@@ -97,7 +97,7 @@ def wfbench_review_row(
             record.session_completed = True
             sweep.session_completed(cell)
     finally:
-        _record_session(record, result)
+        record_session(record, result)
     if record.failure_kind is None:
         with stage(record, "review", AFTER_SESSION):
             judge_review(cell, sweep, record, wfbench_template, paths, wfbench_sandbox, folder,

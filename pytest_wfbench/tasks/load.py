@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_wfbench.heap import collector_paused
+from pytest_wfbench.tasks.arms import arm_definitions as load_arm_definitions
+from pytest_wfbench.tasks.arms import skills_folder
 from pytest_wfbench.tasks.model import (
-    AGENT_ARM_KEYS,
-    ARM_KINDS,
-    ARM_NAME_RE,
     BUILTIN_ARMS,
-    DEFAULT_ALLOWED_TOOLS,
     DEFAULT_TIMEOUT_S,
     ENV_NAME_RE,
     EXPECT_EXIT_CODE,
@@ -28,18 +25,13 @@ from pytest_wfbench.tasks.model import (
     KIND_REVIEW,
     LIMIT_KEYS,
     ORACLE_KEYS,
-    PHASE_KEYS,
-    PHASE_ROLES,
     SANDBOX_KEYS,
     SCHEMA_VERSION,
-    SCRIPT_ARM_KEYS,
     TASK_ID_RE,
     TASK_KEYS,
     TASK_KINDS,
     TOP_KEYS,
-    ArmDefinition,
     OracleSpec,
-    PhaseSpec,
     RepoSpec,
     SandboxSpec,
     Task,
@@ -54,7 +46,6 @@ from pytest_wfbench.tasks.reader import (
     compose,
     forget_resolved_paths,
     inside_folder,
-    plain,
     readable,
     relative_repo_path,
 )
@@ -243,109 +234,6 @@ def _task(
     )
 
 
-def _phase(reader: Reader, base: Path) -> PhaseSpec:
-    reader.check_keys(PHASE_KEYS)
-    role = reader.string("role", default="session") or "session"
-    if role not in PHASE_ROLES:
-        reader.fail(reader.line_of("role"), f"unknown role {role!r} (known: "
-                    f"{', '.join(PHASE_ROLES)})", field=reader.name("role"))
-    servers = reader.mapping("mcp_servers")
-    mcp: list[tuple[str, str]] = []
-    if servers is not None:
-        for server, node in servers.values.items():
-            if not isinstance(node.value, dict):
-                servers.fail(node.line, "expected a mapping (the server's configuration)",
-                             field=servers.name(server))
-            mcp.append((server, json.dumps(plain(node), sort_keys=True, default=str)))
-    plugin_dirs = tuple(
-        inside_folder(Path(value), base, reader, "plugin_dirs", line)
-        for value, line in reader.string_list("plugin_dirs")
-    )
-    allowed = tuple(value for value, _ in reader.string_list("allowed_tools"))
-    name = reader.required_string("name")
-    if not ARM_NAME_RE.match(name):
-        reader.fail(reader.line_of("name"), f"{name!r} is not a valid phase name (use "
-                    "[a-z0-9][a-z0-9._-]*)", field=reader.name("name"))
-    return PhaseSpec(
-        name=name,
-        prompt=reader.required_string("prompt"),
-        role=role,
-        skill=reader.string("skill"),
-        allowed_tools=allowed or DEFAULT_ALLOWED_TOOLS,
-        disallowed_tools=tuple(value for value, _ in reader.string_list("disallowed_tools")),
-        mcp_servers=tuple(mcp),
-        plugin_dirs=plugin_dirs,
-    )
-
-
-def _skills_folder(reader: Reader, base: Path) -> Path | None:
-    value = reader.string("skills")
-    if value is None:
-        return None
-    folder = inside_folder(Path(value), base, reader, "skills", reader.line_of("skills"))
-    if not folder.is_dir():
-        reader.fail(reader.line_of("skills"), f"{folder} is not a folder",
-                    field=reader.name("skills"))
-    return folder
-
-
-def _arm_definitions(reader: Reader | None, base: Path) -> dict[str, ArmDefinition]:
-    if reader is None:
-        return {}
-    arms: dict[str, ArmDefinition] = {}
-    for name in reader.values:
-        arm = reader.mapping(name)
-        assert arm is not None
-        field_name = reader.name(name)
-        if not ARM_NAME_RE.match(name):
-            reader.fail(arm.node.line, "not a valid arm name", field=field_name)
-        if name in BUILTIN_ARMS:
-            reader.fail(arm.node.line, f"{name!r} is a built-in arm", field=field_name)
-        kind = arm.required_string("agent")
-        if kind not in ARM_KINDS:
-            arm.fail(
-                arm.line_of("agent"),
-                f"unknown agent {kind!r} (known: {', '.join(ARM_KINDS)})",
-                field=arm.name("agent"),
-            )
-        if kind == "script":
-            arm.check_keys(SCRIPT_ARM_KEYS)
-            steps = tuple(value for value, _ in arm.string_list("steps"))
-            if not steps:
-                arm.fail(arm.line_of("steps"), "a script arm needs at least one step",
-                         field=arm.name("steps"))
-            arms[name] = ArmDefinition(
-                name=name, kind=kind, steps=steps, description=arm.string("description") or "",
-                network=arm.boolean("network", False), skills=_skills_folder(arm, base),
-            )
-            continue
-        arm.check_keys(AGENT_ARM_KEYS)
-        node = arm.values.get("phases")
-        if node is None or not isinstance(node.value, list) or not node.value:
-            arm.fail(arm.line_of("phases"), "an agent arm needs a list of phases",
-                     field=arm.name("phases"))
-            raise AssertionError  # unreachable: fail() raises
-        phases = tuple(
-            _phase(Reader(arm.path, item, task=None, prefix=f"{arm.name('phases')}[{i}]."),
-                   base)
-            for i, item in enumerate(node.value)
-        )
-        names = [phase.name for phase in phases]
-        if len(set(names)) != len(names):
-            arm.fail(arm.line_of("phases"), f"phase names must be unique, got {names}",
-                     field=arm.name("phases"))
-        minimal = arm.boolean("minimal", False)
-        if minimal and any(p.skill or p.mcp_servers or p.plugin_dirs for p in phases):
-            arm.fail(arm.line_of("minimal"), "minimal mode has no skills, MCP servers or "
-                     "plugins, but a phase asks for one", field=arm.name("minimal"))
-        arms[name] = ArmDefinition(
-            name=name, kind=kind, description=arm.string("description") or "", phases=phases,
-            skills=_skills_folder(arm, base), plugin=arm.boolean("plugin", False),
-            minimal=minimal,
-        )
-    return arms
-
-
 def load_task_file(
     path: Path, *, default_timeout_s: float = DEFAULT_TIMEOUT_S,
     known_arms: Sequence[str] = BUILTIN_ARMS, cache_dir: Path | None = None,
@@ -375,7 +263,7 @@ def _load_task_file(path: Path, default_timeout_s: float, known_arms: Sequence[s
     repo_value = reader.string("repo")
     default_repo = _repo(repo_value, path.parent, reader, "repo") if repo_value else None
     file_sandbox = _sandbox(reader.mapping("sandbox"))
-    arm_definitions = _arm_definitions(reader.mapping("arm_definitions"), path.parent)
+    arm_definitions = load_arm_definitions(reader.mapping("arm_definitions"), path.parent)
     arms = []
     for name, line in reader.string_list("arms"):
         if name not in known_arms and name not in arm_definitions:
@@ -406,7 +294,7 @@ def _load_task_file(path: Path, default_timeout_s: float, known_arms: Sequence[s
         arms=tuple(arms) or BUILTIN_ARMS,
         arm_definitions=arm_definitions,
         tasks=tuple(tasks),
-        skills=_skills_folder(reader, path.parent),
+        skills=skills_folder(reader, path.parent),
         subjects=subjects,
         scenarios=scenarios,
     )

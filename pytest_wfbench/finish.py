@@ -1,0 +1,132 @@
+"""The controller's end of a sweep: a row for every selected cell that has
+none, the session's state in sweep.json, the report rendered from the out dir
+(:mod:`.outdir`), the work dir removed; and the terminal summary's lines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from pytest_wfbench.audit.report import audit_tasks
+from pytest_wfbench.cells import AnyCell, ScenarioCell
+from pytest_wfbench.control.start import close_session
+from pytest_wfbench.control.stop import ABORTED, CANCELLED, request_stop, stop_of
+from pytest_wfbench.lanes.report import render_lanes_terminal
+from pytest_wfbench.outdir import COMPLETE, OutDirReport, partial_state, spend_lines, write_report
+from pytest_wfbench.render.html import HtmlReport
+from pytest_wfbench.report import (
+    harness_error_lines,
+    promotion_lines,
+    render_terminal,
+    suspicious_lines,
+    unusable_lines,
+)
+from pytest_wfbench.row import CellRecord
+from pytest_wfbench.store import REPORT, recorded_cell_ids
+from pytest_wfbench.sweep import Sweep
+
+NOT_RUN = "not run: the sweep stopped before this cell"
+Markup = dict[str, bool]
+
+
+@dataclass(frozen=True)
+class Finished:
+    report: OutDirReport
+    html: HtmlReport
+
+
+def record_unrun_cells(sweep: Sweep, selected: dict[str, str], failed: set[str]) -> None:
+    """Cells selected but without a row of this session (the sweep stopped, or
+    the worker running one died): never silent absence."""
+    recorded = recorded_cell_ids(sweep.store.results, sweep.sweep_id, sweep.results_offset)
+    recorded.update(sweep.plan().planned)
+    stop = stop_of(sweep.identity.work_dir)
+    completed = sweep.completed_sessions()
+    by_id = sweep.all_cells()
+    pending: list[tuple[AnyCell, CellRecord]] = []
+    for cell_id, nodeid in selected.items():
+        if cell_id in recorded or cell_id not in by_id:
+            continue
+        cell = by_id[cell_id]
+        if nodeid in failed:
+            record = CellRecord(cell_id=cell_id, started=0.0)
+            if isinstance(cell, ScenarioCell):
+                record.lane = "tool-cost"
+            if cell_id in completed:
+                # Judging what the arm left killed its process: counted.
+                record.session_completed = True
+                record.fail("evidence-tampered", "the process judging this cell died (e.g. an "
+                            "xdist worker was killed) after its session had completed")
+            else:
+                record.fail("infra-error", "the process running this cell died (e.g. an xdist "
+                            "worker crashed) before it recorded a row")
+        else:
+            record = sweep.skip_record(cell, stop.skip_reason if stop else NOT_RUN)
+        pending.append((cell, record))
+    sweep.record_rows(pending)
+
+
+def finish_sweep(sweep: Sweep, session: pytest.Session, selected: dict[str, str],
+                 failed: set[str]) -> Finished:
+    record_unrun_cells(sweep, selected, failed)
+    sweep.store.compact()
+    stop = stop_of(sweep.identity.work_dir)
+    if stop is None and session.exitstatus == pytest.ExitCode.INTERRUPTED:
+        stop = request_stop(sweep.identity.work_dir, CANCELLED, "the sweep was interrupted")
+    close_session(sweep, stop.kind if stop is not None else COMPLETE,
+                  stop.reason if stop is not None else None,
+                  stop.at if stop is not None else None)
+    if stop is not None and stop.kind == ABORTED and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    report, html = write_report(sweep.store, baseline_arm=sweep.options.baseline_arm)
+    # An UNUSABLE arm has failures, each of them a pytest error: the sweep already
+    # exits non-zero, and the terminal names the arm.
+    sweep.finish()
+    return Finished(report, html)
+
+
+def summary_lines(sweep: Sweep, finished: Finished) -> list[tuple[str, Markup]]:
+    """The terminal summary, redacted: the arms, then what must stand out."""
+    redact = sweep.redactor.clean
+    summary, rows = finished.report.summary, finished.report.rows
+    out: list[tuple[str, Markup]] = []
+
+    def say(line: str, **markup: bool) -> None:
+        out.append((redact(line), markup))
+
+    audit_arms = {str(r["arm"]) for r in rows if (r.get("audit") or {}).get("role")}
+    for line in [*(render_terminal(summary, audit_arms) if summary.rows else []),
+                 *render_lanes_terminal(sorted(rows, key=lambda r: str(r["cell_id"])))]:
+        say(line)
+    for line in [*unusable_lines(summary), *harness_error_lines(rows)]:
+        say(line, red=True, bold=True)
+    for line in suspicious_lines(rows):
+        say(line, yellow=True)
+    unrun = [str(r["cell_id"]) for r in rows
+             if str(r.get("skip_reason") or "").startswith("not run")]
+    if unrun:
+        say(f"wfbench: {len(unrun)} selected cells did not run (rows say so): "
+            f"{', '.join(unrun[:10])}{' ...' if len(unrun) > 10 else ''}", yellow=True)
+    kept = [(r["cell_id"], r["kept_workspace"]) for r in rows if r.get("kept_workspace")]
+    if kept:
+        say(f"wfbench: workspaces kept (work dir {sweep.identity.work_dir}):")
+        for cell_id, path in kept:
+            say(f"  {cell_id}: {path}")
+    for line in spend_lines(rows):
+        say(line)
+    for line in promotion_lines(finished.report.promotions):
+        say(line, bold=True)
+    for audit in audit_tasks(rows):
+        verdicts = audit.verdicts(sweep.options.min_kill_rate)
+        say(f"wfbench audit: {audit.task}: {'; '.join(verdicts)}",
+            green=verdicts == ["sound"], red=verdicts != ["sound"])
+    state = partial_state(sweep.identity.out_dir)
+    if state is not None:
+        say(f"wfbench: {state}", yellow=True, bold=True)
+    say(f"wfbench report: {sweep.identity.out_dir / REPORT}")
+    html = finished.html
+    say(html.line, red=html.failed, yellow=html.path is None and not html.failed)
+    say(f"wfbench rows:   {sweep.store.results}")
+    return out
+
