@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_wfbench import __version__
-from pytest_wfbench.agents import AgentSettings, PluginDir, PluginError, adapter_for, load_plugin
+from pytest_wfbench.agents import AgentSettings, adapter_for
 from pytest_wfbench.agents.claude import api_key_from_environment, find_cli
 from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.audit.expand import AuditSettings
@@ -27,7 +27,7 @@ from pytest_wfbench.cells import (
     expand,
     expand_scenarios,
 )
-from pytest_wfbench.control.budget import Ledger, Price, PriceError, load_prices, price_of
+from pytest_wfbench.control.budget import Ledger
 from pytest_wfbench.control.plan import REUSED, Plan, Planned
 from pytest_wfbench.control.progress import StageReporter
 from pytest_wfbench.control.replay import PLAN, reused_row, row_from_json
@@ -50,15 +50,14 @@ from pytest_wfbench.row import CellRecord, Row, make_row
 from pytest_wfbench.sandbox import Sandbox, SandboxPolicy, make_sandbox
 from pytest_wfbench.shard.glue import apply_shard
 from pytest_wfbench.store import ResultsStore
+from pytest_wfbench.sweep.checks import check_agent_arms, check_prices
 from pytest_wfbench.sweep.settings import (
-    AgentArmError,
     SweepIdentity,
     SweepOptions,
     load_sweep_files,
     suite_name,
 )
 from pytest_wfbench.tasks import (
-    ArmDefinition,
     SandboxSpec,
     Task,
     TaskFile,
@@ -133,58 +132,11 @@ class Sweep:
         self.unavailable: dict[str, str | None] = {
             kind: adapter_for(kind).unavailable(self.agent_settings)
             for kind in {arm.kind for arm in agent_arms}}
-        self.plugin = self._check_agent_arms(agent_arms)
-        self.prices = self._check_prices(agent_arms)
+        self.plugin = check_agent_arms(options, agent_arms, self.unavailable)
+        self.prices = check_prices(options, agent_arms)
         self.ledger = (Ledger(identity.work_dir, options.max_cost_usd)
                        if options.max_cost_usd is not None else None)
         self.stages = StageReporter(identity.work_dir, worker)
-
-    def _check_prices(self, arms: list[ArmDefinition]) -> dict[str, Price]:
-        """The price table; with a budget, agent sessions need their model priced."""
-        try:
-            prices = load_prices(list(self.options.price_lines), list(self.options.price_files))
-        except PriceError as error:
-            raise AgentArmError(str(error)) from error
-        model = self.options.model
-        if arms and self.options.max_cost_usd is not None and price_of(model, prices) is None:
-            raise AgentArmError(
-                f"--wfbench-max-cost needs the price of model {model!r}, which the price table "
-                "does not know: add it with the ini key wfbench_prices (a line "
-                f"'{model} <input> <output> <cache_write> <cache_read>', USD per million "
-                "tokens) or --wfbench-prices FILE")
-        return prices
-
-    def _check_agent_arms(self, arms: list[ArmDefinition]) -> PluginDir | None:
-        """Agent arms need a model, their skills, and a pinned plugin: checked
-        before any cell runs (a usage error otherwise)."""
-        if not arms:
-            return None
-        names = sorted({arm.name for arm in arms})
-        for kind, reason in sorted(self.unavailable.items()):
-            if reason:
-                named = sorted({arm.name for arm in arms if arm.kind == kind})
-                raise AgentArmError(f"agent arms {named} cannot run here: {reason}")
-        if not self.options.model:
-            raise AgentArmError(f"agent arms {names} need --wfbench-model (recorded in every "
-                                "row)")
-        for arm in arms:
-            for phase in arm.phases:
-                if arm.plugin or phase.skill is None:
-                    continue
-                if arm.skills is None:
-                    raise AgentArmError(
-                        f"arm {arm.name!r} must invoke the {phase.skill!r} skill, but no skills "
-                        "folder is given: add 'skills: <folder>' to the task file or the arm")
-                if not (arm.skills / phase.skill / "SKILL.md").is_file():
-                    raise AgentArmError(f"arm {arm.name!r}: {arm.skills / phase.skill}/SKILL.md "
-                                        "does not exist")
-        if any(arm.plugin for arm in arms):
-            try:
-                return load_plugin(self.options.plugin_dir, self.options.plugin_version)
-            except PluginError as error:
-                plugin_arms = sorted({arm.name for arm in arms if arm.plugin})
-                raise AgentArmError(f"arms {plugin_arms}: {error}") from error
-        return None
 
     def expect_oracle_digests(self, digests: dict[str, str]) -> None:
         """On a worker: judge with the oracle the controller captured at sweep
