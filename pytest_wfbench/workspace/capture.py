@@ -42,6 +42,7 @@ from pytest_wfbench.workspace.fs import (
 
 GIB = 1 << 30
 CACHE_DIRS = frozenset({".pytest_cache", ".mypy_cache", ".ruff_cache"})
+ZEROS = bytes(CHUNK)
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,65 @@ def _copy_stream(src_fd: int, dst_fd: int, size: int, digests: list[Any] | None)
             digest.update(chunk)
 
 
+def _data_regions(fd: int, size: int) -> list[tuple[int, int]]:
+    """Where a file holds data, as (start, end) byte ranges; the rest are holes
+    (the whole file where its file system cannot tell)."""
+    regions: list[tuple[int, int]] = []
+    offset = 0
+    try:
+        while offset < size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError as error:
+                if error.errno == errno.ENXIO:  # only a hole is left
+                    break
+                raise
+            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+            if start >= end:
+                break
+            regions.append((start, end))
+            offset = end
+    except OSError:
+        return [(0, size)]
+    return regions
+
+
+def _copy_digested(src_fd: int, dst_fd: int, size: int, digests: list[Any]) -> None:
+    """Copy a file's data regions, keeping its holes, and digest its whole content
+    (holes read as zeros): a sparse file costs the host no more disk than it
+    cost the arm, whatever size it claims."""
+    position = 0
+    for start, end in _data_regions(src_fd, size):
+        _digest_zeros(digests, start - position)
+        offset = start
+        while offset < end:
+            chunk = os.pread(src_fd, min(CHUNK, end - offset), offset)
+            if not chunk:
+                break
+            view = memoryview(chunk)
+            written = offset
+            while view:
+                count = os.pwrite(dst_fd, view, written)
+                view, written = view[count:], written + count
+            for digest in digests:
+                digest.update(chunk)
+            offset += len(chunk)
+        # A file shorter than it said (it cannot change now: no arm process is
+        # left) reads as zeros to its size, as the truncation below makes it.
+        _digest_zeros(digests, end - offset)
+        position = end
+    _digest_zeros(digests, size - position)
+    os.ftruncate(dst_fd, size)
+
+
+def _digest_zeros(digests: list[Any], count: int) -> None:
+    while count > 0:
+        step = min(count, CHUNK)
+        for digest in digests:
+            digest.update(ZEROS[:step])
+        count -= step
+
+
 def _copy_file(src_fd: int, dst_fd: int, size: int, digest: bool) -> tuple[str, str] | None:
     """Copy ``size`` bytes; with ``digest``, return the content's sha256 and git blob id."""
     if not digest:
@@ -149,7 +209,7 @@ def _copy_file(src_fd: int, dst_fd: int, size: int, digest: bool) -> tuple[str, 
         return None
     sha256 = hashlib.sha256()
     blob = hashlib.sha1(f"blob {size}\0".encode(), usedforsecurity=False)
-    _copy_stream(src_fd, dst_fd, size, [sha256, blob])
+    _copy_digested(src_fd, dst_fd, size, [sha256, blob])
     return sha256.hexdigest(), blob.hexdigest()
 
 

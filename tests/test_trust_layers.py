@@ -1,0 +1,65 @@
+"""Red-team round 4, layered workspaces and the capture: what an arm leaves in
+an overlay's upper layer must show in the patch as the oracle judges it, judge
+as a copied workspace does, and cost the harness no more than it cost the arm."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Suite, script_arm
+
+SuiteFactory = Callable[..., Suite]
+FIX = "sed -i 's/a - b/a + b/' calc.py"
+MIB = 1 << 20
+
+
+def patch_of(suite: Suite, cell_id: str) -> str:
+    return (suite.out / "artifacts" / f"{cell_id}.patch").read_text(errors="replace")
+
+
+def remove_kept(kept: Path) -> None:
+    work_dir = kept.parents[2]
+    assert work_dir.name.startswith("wfbench-")
+    subprocess.run(["rm", "-rf", str(work_dir)], check=True)
+
+
+def test_a_sparse_file_costs_the_capture_no_more_disk_than_it_cost_the_arm(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """A file that claims hundreds of MiB but holds six bytes: the capture used
+    to write every zero of it to the host (4 GiB per cell, within the disk
+    limit, for an arm that used a few KiB). It keeps the holes now, and still
+    digests the whole content for the evidence."""
+    size, middle = 300 * MIB, 150 * MIB
+    arm = script_arm(f"{FIX} && truncate -s {size} big.bin && printf middle | "
+                     f"dd of=big.bin bs=1M seek={middle // MIB} conv=notrunc status=none")
+    suite = suite_factory(arms=["sparse"], arm_definitions={"sparse": arm})
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-keep-workspaces"))
+    result.assert_outcomes(passed=1)
+    row = suite.row("fix-add-sparse-r1")
+    kept = Path(row["kept_workspace"])
+    try:
+        captured = [p / "big.bin" for p in kept.parent.iterdir() if p.name.startswith("final-")]
+        assert len(captured) == 1
+        info = os.stat(captured[0])
+        assert info.st_size == size and info.st_blocks * 512 < MIB
+        with captured[0].open("rb") as stream:
+            stream.seek(middle)
+            assert stream.read(6) == b"middle"
+    finally:
+        remove_kept(kept)
+    digest = hashlib.sha256()
+    zeros = bytes(MIB)
+    for _ in range(middle // MIB):
+        digest.update(zeros)
+    digest.update(b"middle" + bytes(MIB - 6))
+    for _ in range((size - middle) // MIB - 1):
+        digest.update(zeros)
+    assert (f"large file added, summarized: big.bin ({size:,} bytes, sha256 "
+            f"{digest.hexdigest()})") in row["evidence_notes"]
