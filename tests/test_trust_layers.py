@@ -63,3 +63,41 @@ def test_a_sparse_file_costs_the_capture_no_more_disk_than_it_cost_the_arm(
         digest.update(zeros)
     assert (f"large file added, summarized: big.bin ({size:,} bytes, sha256 "
             f"{digest.hexdigest()})") in row["evidence_notes"]
+
+
+def test_large_files_show_the_same_in_the_patch_whether_the_workspace_is_layered_or_copied(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """Files over 1 MiB are summarized by the notes, not diffed. A layered patch
+    used to show a large base file the arm only touched as deleted (the oracle
+    judged it there); a copied patch hid the deletion of a folder's files when a
+    large file took the folder's place."""
+    arms = {"toucher": f"{FIX} && touch blob.bin",
+            "grower": f"{FIX} && head -c {2 * MIB} /dev/zero > blob.bin",
+            "flattener": f"{FIX} && rm -rf docs && head -c {2 * MIB} /dev/zero > docs"}
+    suite = suite_factory(arms=list(arms),
+                          arm_definitions={name: script_arm(step) for name, step in arms.items()})
+    repo = suite.root / "repo"
+    (repo / "blob.bin").write_bytes(os.urandom(2 * MIB))
+    (repo / "docs").mkdir()
+    (repo / "docs" / "guide.txt").write_text("a guide\n")
+    rows, patches = {}, {}
+    for method in ("overlay", "copy"):
+        suite.out = suite.root / f"out-{method}"
+        result = pytester.runpytest_subprocess(*suite.args("--wfbench-clone", method))
+        result.assert_outcomes(passed=3)
+        for arm in arms:
+            cell = f"fix-add-{arm}-r1"
+            rows[method, arm] = suite.row(cell)
+            patches[method, arm] = patch_of(suite, cell)
+    for arm in arms:
+        assert patches["overlay", arm] == patches["copy", arm], arm
+        for key in ("diff_files", "diff_insertions", "diff_deletions", "evidence_notes"):
+            assert rows["overlay", arm][key] == rows["copy", arm][key], (arm, key)
+    assert "blob.bin" not in patches["overlay", "toucher"]
+    assert rows["overlay", "toucher"]["diff_files"] == 1
+    assert "deleted file" not in patches["overlay", "grower"]
+    assert "large file changed, summarized: blob.bin" in patches["overlay", "grower"]
+    flattened = patches["copy", "flattener"]
+    assert "diff --git a/docs/guide.txt b/docs/guide.txt\ndeleted file mode 100644" in flattened
+    assert "large file added, summarized: docs" in flattened
