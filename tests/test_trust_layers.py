@@ -101,3 +101,19 @@ def test_large_files_show_the_same_in_the_patch_whether_the_workspace_is_layered
     flattened = patches["copy", "flattener"]
     assert "diff --git a/docs/guide.txt b/docs/guide.txt\ndeleted file mode 100644" in flattened
     assert "large file added, summarized: docs" in flattened
+
+
+@pytest.mark.parametrize("method", ["overlay", "copy"])
+def test_a_special_file_at_a_hidden_path_judges_as_in_a_copied_workspace(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory, method: str
+) -> None:
+    """The capture leaves a FIFO out, as a whiteout in a layer; the hidden path
+    the oracle gets back there used to collide with that whiteout (the right fix
+    then was a counted evidence-tampered in a layered workspace only)."""
+    arm = script_arm(f"{FIX} && mkfifo tests/hidden")
+    suite = suite_factory(arms=["fifo"], arm_definitions={"fifo": arm})
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-clone", method))
+    result.assert_outcomes(passed=1)
+    row = suite.row("fix-add-fifo-r1")
+    assert row["resolved"] is True and row["clone"] == method
+    assert "special file not copied: tests/hidden" in row["evidence_notes"]
