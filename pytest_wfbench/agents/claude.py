@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_wfbench.agents import AgentSettings, PhaseReport, PhaseRun
+from pytest_wfbench.agents.proxy import SessionLog
 from pytest_wfbench.sandbox import Mount
 from pytest_wfbench.workspace import fs
 
@@ -183,6 +184,7 @@ class ClaudeCodeAdapter:
         if data is None:
             report.error = (f"the CLI exited {result.returncode} without a JSON result: "
                             f"{result.tail(600)}")
+            report.own_failure = _own_failure(log)
             return report
         self._read_result(report, data)
         cwd = run.sandbox.workspace_path(run.workspace.mount())
@@ -204,6 +206,7 @@ class ClaudeCodeAdapter:
             report.tool_uses = [dict(use) for use in log.tool_uses.values()]
         if data.get("is_error") or result.returncode != 0:
             report.error = _cli_reason(data, result.returncode)
+            report.own_failure = _own_failure(log)
         else:
             report.completed = True
         return report
@@ -226,6 +229,13 @@ class ClaudeCodeAdapter:
             "terminal_reason": data.get("terminal_reason"),
             "permission_denials": len(data.get("permission_denials") or []),
         }
+
+
+def _own_failure(log: SessionLog | None) -> bool:
+    """Whether a failed session failed by its own doing: the proxy saw the model
+    make tool calls (so what the agent ran could act) and the service fail at no
+    point. Without a proxy the harness cannot tell: not its own."""
+    return log is not None and bool(log.tool_uses) and not log.service_failures
 
 
 def model_usage_totals(model_usage: dict[str, dict[str, Any]]) -> dict[str, int]:
