@@ -131,10 +131,7 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Workspace, home: Path
                 raise CellVerdict("session-timeout", f"phase {phase.name!r}: {report.error}")
             if not report.completed:
                 if report.own_failure:
-                    raise CellFailure("evidence-tampered", (
-                        f"phase {phase.name!r}: {report.error} (the model service answered "
-                        "every request: the session ended by its own doing, e.g. what the "
-                        "agent ran killed the CLI)"))
+                    raise CellFailure("evidence-tampered", f"phase {phase.name!r}: {report.error}")
                 raise CellFailure("session-error", f"phase {phase.name!r}: {report.error}")
             failure = _phase_evidence(report, skill, skills_before, workspace.files)
             if failure is None and phase.role in ("plan", "work"):
