@@ -58,3 +58,22 @@ def test_a_review_of_whole_file_findings_does_not_resolve(pytester: pytest.Pytes
     assert row["review_scored"] is True and row["resolved"] is False
     assert (row["review"]["tp"], row["review"]["fp"], row["review"]["fn"]) == (0, 1, 1)
     assert row["error_kind"] == "oracle-failed" and row["counted"] is True
+
+
+def test_a_review_arm_that_keeps_writing_bad_artifacts_does_not_stop_the_sweep(
+    pytester: pytest.Pytester
+) -> None:
+    """review-evidence-invalid is the reviewing arm's doing (counted); it was one
+    of the outage breaker's systemic failures, so an arm writing a broken
+    review.json a few times in a row aborted the sweep and every other arm's
+    cells went unrun."""
+    bad = script_arm("echo 'not json' > \"$WFBENCH_REVIEW_DIR/review.json\"")
+    suite = review_suite(pytester.path, arms=["broken", "gold"],
+                         arm_definitions={"broken": bad})
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-runs", "3",
+                                                       "--wfbench-outage-streak", "2"))
+    result.assert_outcomes(passed=3, errors=3)
+    rows = suite.rows()
+    assert sorted((r["arm"], r["status"], r["error_kind"]) for r in rows) == [
+        *[("broken", "ran", "review-evidence-invalid")] * 3, *[("gold", "ran", None)] * 3]
+    assert "aborted" not in (suite.out / "report.md").read_text()
