@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Suite, script_arm
+from tests.conftest import Suite, script_arm, task_yaml
 
 SuiteFactory = Callable[..., Suite]
 FIX = "sed -i 's/a - b/a + b/' calc.py"
@@ -117,3 +117,66 @@ def test_a_special_file_at_a_hidden_path_judges_as_in_a_copied_workspace(
     row = suite.row("fix-add-fifo-r1")
     assert row["resolved"] is True and row["clone"] == method
     assert "special file not copied: tests/hidden" in row["evidence_notes"]
+
+
+GIT_NAMES = r"""
+mkdir .GIT && echo HIDDEN-PAYLOAD-1 > .GIT/p.txt
+mkdir -p pkg/.Git && echo HIDDEN-PAYLOAD-2 > pkg/.Git/q.txt
+ln -s calc.py .GITMODULES
+mkdir 'git~1' && echo SHOWN-PAYLOAD-3 > 'git~1/r.txt'
+mkdir '.git.' && echo SHOWN-PAYLOAD-4 > '.git./s.txt'
+"""
+NAMES_ORACLE = """
+import os
+from pathlib import Path
+
+from calc import add
+
+W = Path(os.environ["WFBENCH_JUDGE_WORKSPACE"])
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_the_judged_tree_holds_what_the_patch_shows():
+    assert not (W / ".GIT").exists() and not (W / "pkg" / ".Git").exists()
+    assert not os.path.lexists(W / ".GITMODULES")
+    assert (W / "git~1" / "r.txt").read_text() == "SHOWN-PAYLOAD-3\\n"
+    assert (W / ".git." / "s.txt").read_text() == "SHOWN-PAYLOAD-4\\n"
+"""
+
+
+def test_names_git_refuses_are_left_out_of_the_judged_tree_and_said_in_the_patch(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """git refuses ``.git`` in any case (and NTFS look-alikes such as ``git~1``
+    by default): ``git update-index`` skipped them in silence, so a layered
+    patch left out files the oracle judged; ``git add`` failed on them, so a
+    copied cell was evidence-tampered (and a session error between an agent's
+    phases). The capture leaves out what git refuses, the harness's git takes
+    the look-alikes, and both clones judge what the patch shows."""
+    expect = ["$WFBENCH_ORACLE_DIR/test_oracle.py::test_add",
+              "$WFBENCH_ORACLE_DIR/test_oracle.py::test_the_judged_tree_holds_what_the_patch_shows"]
+    task = task_yaml(verify="true", oracle={"command": "python -m pytest -q $WFBENCH_ORACLE_DIR",
+                                            "files": "oracle/", "expect": expect})
+    arm = script_arm(FIX, GIT_NAMES)
+    suite = suite_factory(tasks=[task], arms=["names"], arm_definitions={"names": arm})
+    (suite.root / "repo" / "pkg").mkdir()
+    (suite.root / "repo" / "pkg" / "m.py").write_text("M = 1\n")
+    (suite.root / "oracle" / "test_oracle.py").write_text(NAMES_ORACLE)
+    rows, patches = {}, {}
+    for method in ("overlay", "copy"):
+        suite.out = suite.root / f"out-{method}"
+        result = pytester.runpytest_subprocess(*suite.args("--wfbench-clone", method))
+        result.assert_outcomes(passed=1)
+        rows[method] = suite.row("fix-add-names-r1")
+        patches[method] = patch_of(suite, "fix-add-names-r1")
+    assert patches["overlay"] == patches["copy"]
+    assert rows["overlay"]["evidence_notes"] == rows["copy"]["evidence_notes"]
+    patch = patches["overlay"]
+    assert "+SHOWN-PAYLOAD-3" in patch and "+SHOWN-PAYLOAD-4" in patch
+    assert "HIDDEN-PAYLOAD" not in patch
+    for path in (".GIT", ".GITMODULES", "pkg/.Git"):
+        assert (f"not copied, a name git cannot hold (the oracle did not see it): {path}"
+                in rows["overlay"]["evidence_notes"])

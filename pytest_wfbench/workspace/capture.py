@@ -88,6 +88,9 @@ class Capture:
     nested_git: list[str] = field(default_factory=list)
     """``.git`` directories or ``gitdir:`` files below the top: not copied, so the
     nested repository's files show as files and no git command reads them."""
+    unshowable: list[str] = field(default_factory=list)
+    """Entries git cannot hold in a patch (:func:`git_refuses`): not copied, so the
+    oracle does not see what the patch cannot show."""
     large_files: list[LargeFile] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)
     """Every symlink copied, with its target as written."""
@@ -258,6 +261,12 @@ def capture_tree(source: Path, target: Path, bounds: TreeBounds, *,
                         continue
                     info = entry.stat(follow_symlinks=False)
                     mode = info.st_mode
+                    if git_refuses(entry.name, mode) and not (layered and is_whiteout(info)):
+                        capture.unshowable.append(relative)
+                        if layered:
+                            make_whiteout(entry.name, dst)
+                            capture.whiteouts.append(relative)
+                        continue
                     if _cache_entry(entry.name, parts, mode):
                         capture.caches_left_out += 1
                         continue
@@ -286,9 +295,19 @@ def capture_tree(source: Path, target: Path, bounds: TreeBounds, *,
         os.close(dst_root)
     capture.special_files.sort()
     capture.nested_git.sort()
+    capture.unshowable.sort()
     capture.whiteouts.sort()
     capture.opaque_dirs.sort()
     return capture
+
+
+def git_refuses(name: str, mode: int) -> bool:
+    """Whether git refuses ``name`` as a path component (``.git`` in any case, a
+    link named ``.gitmodules`` in any case): ``git add`` fails on it, ``git
+    update-index`` skips it in silence, so no patch can show it. (The harness's
+    git takes every other name: core.protectNTFS and core.protectHFS are off.)"""
+    folded = name.casefold()
+    return folded == ".git" or (stat.S_ISLNK(mode) and folded == ".gitmodules")
 
 
 def _cache_entry(name: str, parts: tuple[str, ...], mode: int) -> bool:

@@ -74,6 +74,8 @@ def _plan(capture: Capture, exclude: Sequence[str]) -> _Tree:
     plan.notes += [f"nested repository, its .git not diffed (its files are): {shown(path)}"
                    for path in capture.nested_git]
     plan.notes += [f"special file not copied: {shown(path)}" for path in capture.special_files]
+    plan.notes += [f"not copied, a name git cannot hold (the oracle did not see it): "
+                   f"{shown(path)}" for path in capture.unshowable]
     for path, target in capture.links:
         resolved = posixpath.normpath(posixpath.join("/workspace", posixpath.dirname(path),
                                                      target))
