@@ -180,3 +180,29 @@ def test_names_git_refuses_are_left_out_of_the_judged_tree_and_said_in_the_patch
     for path in (".GIT", ".GITMODULES", "pkg/.Git"):
         assert (f"not copied, a name git cannot hold (the oracle did not see it): {path}"
                 in rows["overlay"]["evidence_notes"])
+
+
+def test_a_sparse_capture_digests_exactly_the_bytes_a_reader_sees(tmp_path: Path) -> None:
+    from pytest_wfbench.workspace.capture import TreeBounds, capture_tree
+
+    source = tmp_path / "source"
+    source.mkdir()
+    sparse = source / "sparse.bin"
+    with sparse.open("wb") as out:
+        out.write(b"head")
+        out.seek(3 * MIB)
+        out.write(b"middle" * 1000)
+        out.seek(9 * MIB + 17)
+        out.write(b"tail")
+        out.truncate(12 * MIB + 5)  # ends in a hole
+    (source / "dense.bin").write_bytes(os.urandom(2 * MIB + 3))
+    capture = capture_tree(source, tmp_path / "captured", TreeBounds())
+    for large in capture.large_files:
+        content = (source / large.path).read_bytes()
+        assert (tmp_path / "captured" / large.path).read_bytes() == content
+        assert large.sha256 == hashlib.sha256(content).hexdigest()
+        git = subprocess.run(["git", "hash-object", str(source / large.path)], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        assert large.git_blob == git
+    assert sorted(f.path for f in capture.large_files) == ["dense.bin", "sparse.bin"]
+    assert os.stat(tmp_path / "captured" / "sparse.bin").st_blocks * 512 < 2 * MIB
