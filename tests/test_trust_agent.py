@@ -37,6 +37,7 @@ def test_an_agent_that_ends_its_own_cli_is_counted_not_excluded(
     assert row["error_kind"] == "evidence-tampered" and row["counted"] is True
     assert row["resolved"] is False
     assert "the model service answered every request" in row["error_detail"]
+    assert row["phases"][0]["service_failures"] == [] and row["phases"][0]["proxied_requests"]
 
 
 @pytest.mark.cli
@@ -48,15 +49,21 @@ def test_the_service_failing_mid_session_stays_an_excluded_session_error(
     model's first tool call (an unknown model), when nothing the agent runs exists."""
     tasks = [task_yaml(f"t{i}", **RETRIES_OFF) for i in range(4)]
     suite = agent_suite(pytester.path, ["baseline"], tasks=tasks)
-    script = [turn(FIX), http_error(500, message="down"),
+    script = [http_error(404, "not_found_error", message="no such model"),
+              turn(FIX), http_error(500, message="down"),
               turn(FIX), http_error(429, "rate_limit_error", message="slow down"),
-              turn(FIX), disconnect(), disconnect(), disconnect(),
-              http_error(404, "not_found_error", message="no such model")]
+              turn(FIX), disconnect(), disconnect(), disconnect()]
     result, _ = sweep(suite, script)
     result.assert_outcomes(errors=4)
+    seen = []
     for index in range(4):
         row = suite.row(f"t{index}-baseline-r1")
         assert row["error_kind"] == "session-error" and row["counted"] is False, row
+        assert row["phases"][0]["service_failures"], row["phases"]
+        seen += row["phases"][0]["service_failures"]
+    # (How many requests each failure takes is the CLI's: retries, a fallback.)
+    for failure in ("HTTP 404", "HTTP 500", "HTTP 429", "no answer"):
+        assert any(item.startswith(failure) for item in seen), (failure, seen)
 
 
 def test_the_proxy_tells_the_services_failures_from_the_clients() -> None:

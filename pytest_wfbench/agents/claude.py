@@ -44,6 +44,7 @@ MODEL_USAGE_KEYS = {"inputTokens": "input_tokens",
                     "cacheCreationInputTokens": "cache_creation_input_tokens",
                     "cacheReadInputTokens": "cache_read_input_tokens",
                     "outputTokens": "output_tokens"}
+MAX_LISTED_FAILURES = 5
 # The CLI's session ids are UUIDs; one names a file in the agent's HOME.
 SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
 
@@ -262,6 +263,10 @@ class ClaudeCodeAdapter:
         """A failed session failed by its own doing when the proxy saw the model make
         tool calls (so what the agent ran could act) and the service fail at no
         point; without a proxy the harness cannot tell, and does not count it."""
+        if log is not None:
+            # What the proxy saw, in the row's phase, whichever way it decides.
+            report.details["proxied_requests"] = log.requests
+            report.details["service_failures"] = log.service_failures[:MAX_LISTED_FAILURES]
         if log is not None and log.tool_uses and not log.service_failures:
             report.own_failure = True
             report.error = (f"{report.error} (the model service answered every request: the "
