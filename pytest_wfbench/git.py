@@ -21,6 +21,10 @@ SAFE_CONFIG = (
     "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "safe.directory=*",
     "-c", "protocol.file.allow=always", "-c", "diff.ignoreSubmodules=none",
     "-c", "submodule.recurse=false", "-c", "core.quotePath=false",
+    # Names only NTFS or HFS+ would confuse with .git: on this file system they are
+    # names like any other, and a patch must show them (the capture leaves out
+    # the ones git refuses whatever these say).
+    "-c", "core.protectNTFS=false", "-c", "core.protectHFS=false",
 )
 # Harness git commands on an arm's tree are bounded in time like every other step.
 DEFAULT_TIMEOUT_S = 300.0

@@ -44,7 +44,8 @@ _KINDS = [
     ErrorKind("implementation-evidence-invalid", ErrorClass.EVIDENCE_FAILURE, True),
     # After the session completed, what the arm left made evidence, judging or
     # clean-up impossible (a missing transcript, a tree the harness cannot walk
-    # or show): counted, so an arm can never choose to be excluded.
+    # or show), or the session ended its own CLI while the model service answered
+    # every request: counted, so an arm can never choose to be excluded.
     ErrorKind("evidence-tampered", ErrorClass.EVIDENCE_FAILURE, True),
     # A review cell's artifact (missing, not JSON, off the schema, a link) or the
     # workspace it must not touch: the reviewing arm's doing, so counted as

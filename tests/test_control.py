@@ -28,10 +28,15 @@ def test_the_breaker_trips_on_a_run_of_systemic_failures_only() -> None:
     assert not breaker.observe("b", "infra-error")
     assert not breaker.observe("c", "oracle-failed")  # the agent's failure: resets
     assert not breaker.observe("d", "cleanup-failure")
-    assert not breaker.observe("e", "review-evidence-invalid")
+    assert not breaker.observe("e", "infra-error")
     assert breaker.observe("f", "session-error")
     assert breaker.streak == ["d", "e", "f"] and "f: session-error" in breaker.reason(
         {"f": "session-error"})
+    # A review arm's bad artifact is its own doing (counted): it resets the count.
+    review = OutageBreaker(2)
+    assert not review.observe("a", "session-error")
+    assert not review.observe("b", "review-evidence-invalid")
+    assert not review.observe("c", "session-error") and review.streak == ["c"]
     assert not OutageBreaker(0).observe("x", "session-error")
 
 

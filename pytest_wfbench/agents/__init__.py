@@ -161,6 +161,11 @@ class PhaseReport:
     tool_uses: list[dict[str, Any]] = field(default_factory=list)
     """Every tool call the model made (``name``, ``input``), from the API proxy's
     record; not in :meth:`to_json` (a Write's input holds whole files)."""
+    own_failure: bool = False
+    """The session did not complete though the model service answered every
+    request and the model had made tool calls (the API proxy's record): the CLI
+    ended on its own or what the agent ran ended it (``kill $PPID``), which no
+    outage explains. Counted, never an excluded session error."""
 
     def to_json(self) -> dict[str, Any]:
         return {

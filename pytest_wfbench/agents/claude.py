@@ -10,6 +10,7 @@ Usage comes from the CLI's own JSON report: ``usage`` (main loop) and
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -18,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_wfbench.agents import AgentSettings, PhaseReport, PhaseRun
+from pytest_wfbench.agents.proxy import SessionLog
 from pytest_wfbench.sandbox import Mount
 from pytest_wfbench.workspace import fs
 
@@ -42,6 +44,9 @@ MODEL_USAGE_KEYS = {"inputTokens": "input_tokens",
                     "cacheCreationInputTokens": "cache_creation_input_tokens",
                     "cacheReadInputTokens": "cache_read_input_tokens",
                     "outputTokens": "output_tokens"}
+MAX_LISTED_FAILURES = 5
+# The CLI's session ids are UUIDs; one names a file in the agent's HOME.
+SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
 
 
 def find_cli(explicit: str | None, rootdir: Path) -> Path | None:
@@ -179,12 +184,26 @@ class ClaudeCodeAdapter:
             report.error = (f"the session timed out after {run.timeout_s:g}s; its process "
                             "tree was killed")
             return report
-        data = _last_json_line(result.stdout)
-        if data is None:
+        results = json_results(result.stdout)
+        if len(results) > 1:
+            # The CLI writes one; what the agent runs can write into its output.
+            report.error = (f"the CLI's output holds {len(results)} results where the CLI "
+                            "writes one: a process of the session wrote into it")
+            report.own_failure = True
+            return report
+        if not results:
             report.error = (f"the CLI exited {result.returncode} without a JSON result: "
                             f"{result.tail(600)}")
+            self._own_failure(report, log)
             return report
-        self._read_result(report, data)
+        data = results[0]
+        try:
+            self._read_result(report, data)
+        except (TypeError, ValueError) as error:
+            report.error = (f"the CLI's result is not what the CLI writes ({error}): a "
+                            "process of the session wrote it")
+            report.own_failure = True
+            return report
         cwd = run.sandbox.workspace_path(run.workspace.mount())
         if report.session_id:
             # The agent's HOME is its own: read without following any link, bounded.
@@ -204,28 +223,67 @@ class ClaudeCodeAdapter:
             report.tool_uses = [dict(use) for use in log.tool_uses.values()]
         if data.get("is_error") or result.returncode != 0:
             report.error = _cli_reason(data, result.returncode)
+            self._own_failure(report, log)
         else:
             report.completed = True
         return report
 
     @staticmethod
     def _read_result(report: PhaseReport, data: dict[str, Any]) -> None:
-        report.session_id = data.get("session_id") if isinstance(data.get("session_id"),
-                                                                 str) else None
-        report.num_turns = int(data.get("num_turns") or 0)
-        report.duration_ms = float(data.get("duration_ms") or 0)
+        """The CLI's figures; ValueError or TypeError for a result the CLI would not
+        write (every figure is the CLI's, so none is guessed)."""
+        session_id = data.get("session_id")
+        if session_id is not None and not (isinstance(session_id, str)
+                                           and SESSION_ID.fullmatch(session_id)):
+            raise ValueError(f"session_id {str(session_id)[:80]!r}")
+        report.session_id = session_id
+        report.num_turns = int(_figure(data, "num_turns"))
+        report.duration_ms = float(_figure(data, "duration_ms"))
         cost = data.get("total_cost_usd")
-        report.cost_usd = float(cost) if isinstance(cost, int | float) else None
+        report.cost_usd = None if cost is None else _figure(data, "total_cost_usd")
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
-        report.usage = {key: int(usage.get(key) or 0) for key in USAGE_KEYS}
+        report.usage = {key: int(_figure(usage, key)) for key in USAGE_KEYS}
         model_usage = data.get("modelUsage")
-        report.model_usage = model_usage if isinstance(model_usage, dict) else {}
+        model_usage = model_usage if isinstance(model_usage, dict) else {}
+        for model, figures in model_usage.items():
+            if not isinstance(figures, dict):
+                raise TypeError(f"modelUsage of {str(model)[:80]!r}")
+            for key in MODEL_USAGE_KEYS:
+                _figure(figures, key)
+        report.model_usage = model_usage
         report.details = {
             "subtype": data.get("subtype"), "is_error": bool(data.get("is_error")),
             "terminal_reason": data.get("terminal_reason"),
             "permission_denials": len(data.get("permission_denials") or []),
         }
+
+    @staticmethod
+    def _own_failure(report: PhaseReport, log: SessionLog | None) -> None:
+        """A failed session failed by its own doing when the proxy saw the model make
+        tool calls (so what the agent ran could act) and the service fail at no
+        point; without a proxy the harness cannot tell, and does not count it."""
+        if log is not None:
+            # What the proxy saw, in the row's phase, whichever way it decides.
+            report.details["proxied_requests"] = log.requests
+            report.details["service_failures"] = log.service_failures[:MAX_LISTED_FAILURES]
+        if log is not None and log.tool_uses and not log.service_failures:
+            report.own_failure = True
+            report.error = (f"{report.error} (the model service answered every request: the "
+                            "session ended by its own doing, e.g. what the agent ran killed "
+                            "the CLI)")
+
+
+def _figure(data: dict[str, Any], key: str) -> float:
+    """A figure of the CLI's result: absent is 0; anything but a finite
+    non-negative number is not what the CLI writes."""
+    value = data.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{key} {str(value)[:80]!r}")
+    return value
 
 
 def model_usage_totals(model_usage: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -237,15 +295,22 @@ def model_usage_totals(model_usage: dict[str, dict[str, Any]]) -> dict[str, int]
     return totals
 
 
-def _last_json_line(stdout: str) -> dict[str, Any] | None:
-    for line in reversed(stdout.strip().splitlines()):
+def json_results(stdout: str) -> list[dict[str, Any]]:
+    """Every ``result`` object in the CLI's output, one per line (lines end at
+    newlines only: the CLI escapes every other separator in its strings)."""
+    results = []
+    for line in stdout.split("\n"):
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
+            data = json.loads(line, parse_constant=_no_constant)
+        except ValueError:
             continue
         if isinstance(data, dict) and data.get("type") == "result":
-            return data
-    return None
+            results.append(data)
+    return results
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _cli_reason(data: dict[str, Any], returncode: int) -> str:

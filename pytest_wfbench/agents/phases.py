@@ -130,6 +130,8 @@ def run_agent_arm(cell: Cell, sandbox: Sandbox, workspace: Workspace, home: Path
             if report.timed_out:
                 raise CellVerdict("session-timeout", f"phase {phase.name!r}: {report.error}")
             if not report.completed:
+                if report.own_failure:
+                    raise CellFailure("evidence-tampered", f"phase {phase.name!r}: {report.error}")
                 raise CellFailure("session-error", f"phase {phase.name!r}: {report.error}")
             failure = _phase_evidence(report, skill, skills_before, workspace.files)
             if failure is None and phase.role in ("plan", "work"):

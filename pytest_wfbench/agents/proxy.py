@@ -41,6 +41,11 @@ class SessionLog:
     tool_results: dict[str, bool] = field(default_factory=dict)
     """tool_use id -> is_error, from the client's next requests."""
     requests: int = 0
+    service_failures: list[str] = field(default_factory=list)
+    """The model service failing: an answer of HTTP 5xx or 429, an error event in
+    a stream, no answer at all; or any error answer before the model's first
+    tool call (until then every request is the CLI's own, none the agent's). A
+    session that fails without one failed by its own doing."""
 
     def skills_invoked(self) -> list[str]:
         """Skills the model called and whose launch came back without error."""
@@ -78,6 +83,10 @@ class SseToolUses:
             delta = event.get("delta", {})
             if delta.get("type") == "input_json_delta":
                 self.blocks[index]["json"] += delta.get("partial_json", "")
+        elif kind == "error":
+            error = event.get("error")
+            name = error.get("type") if isinstance(error, dict) else None
+            self.log.service_failures.append(f"an error event in the stream ({name})")
         elif kind == "content_block_stop" and index in self.blocks:
             block = self.blocks.pop(index)
             try:
@@ -151,6 +160,9 @@ class ApiProxy:
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""
         log.requests += 1
+        # Before the model's first tool call nothing the agent runs exists yet:
+        # every request so far is the CLI's own.
+        agents_turn = bool(log.tool_uses)
         self._read_tool_results(body, log)
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in HOP_BY_HOP}
         headers["x-api-key"] = self.api_key
@@ -161,8 +173,15 @@ class ApiProxy:
         connection = connection_class(self.upstream.netloc, timeout=UPSTREAM_TIMEOUT_S)
         path = self.upstream.path.rstrip("/") + handler.path
         try:
-            connection.request(method, path, body=body or None, headers=headers)
-            response = connection.getresponse()
+            try:
+                connection.request(method, path, body=body or None, headers=headers)
+                response = connection.getresponse()
+            except (OSError, http.client.HTTPException) as error:
+                log.service_failures.append(f"no answer ({type(error).__name__})")
+                raise
+            if response.status >= 500 or response.status == 429 or (
+                    response.status >= 400 and not agents_turn):
+                log.service_failures.append(f"HTTP {response.status}")
             handler.send_response(response.status, response.reason)
             for key, value in response.getheaders():
                 if key.lower() not in HOP_BY_HOP:
@@ -171,11 +190,21 @@ class ApiProxy:
             streaming = "text/event-stream" in (response.getheader("Content-Type") or "")
             parser = SseToolUses(log) if streaming else None
             collected = b""
-            for chunk in _chunks(response):
+            chunks = _chunks(response)
+            while True:
+                try:
+                    chunk = next(chunks, b"")
+                except (OSError, http.client.HTTPException) as error:
+                    log.service_failures.append(f"an answer cut short ({type(error).__name__})")
+                    raise
+                if not chunk:
+                    break
                 if parser is not None:
                     parser.feed(chunk)
                 else:
                     collected += chunk
+                # The client going away (the CLI killed mid-answer) is no failure
+                # of the service's: not recorded.
                 handler.wfile.write(chunk)
                 handler.wfile.flush()
             if parser is None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-SYSTEMIC = frozenset({"session-error", "infra-error", "cleanup-failure",
-                      "review-evidence-invalid"})
+# Not review-evidence-invalid: a review arm's bad artifact is its own doing
+# (counted), and an arm that keeps writing one must not stop the other arms.
+SYSTEMIC = frozenset({"session-error", "infra-error", "cleanup-failure"})
 DEFAULT_STREAK = 5
 
 

@@ -4,8 +4,10 @@ Rules (docs/review.md states them for users):
 
 - A finding **matches** a label when both name the same path and their line ranges
   overlap once the label's range is widened by :data:`TOLERANCE_LINES` on each
-  side (a finding two lines off still counts). Each label takes at most one
-  finding and each finding at most one label: a maximum matching, found by
+  side (a finding two lines off still counts), and the finding spans no more
+  lines than that widened range (a finding must say where the problem is: one
+  over a whole file would otherwise match any label in it). Each label takes at
+  most one finding and each finding at most one label: a maximum matching, found by
   augmenting paths with labels taken in the task file's order and each label
   trying its candidate findings nearest first (then in the artifact's order), so
   the result is deterministic.
@@ -88,14 +90,24 @@ def _span(item: ReviewFinding | ReviewLabel) -> Range:
     return (item.line, item.end_line)
 
 
+def _lines(item: ReviewFinding | ReviewLabel) -> int:
+    return item.end_line - item.line + 1
+
+
+def locates(finding: ReviewFinding, label: ReviewLabel, tolerance: int = TOLERANCE_LINES) -> bool:
+    """Whether ``finding`` points at ``label``'s problem: the same path, a range that
+    overlaps the label's widened by ``tolerance`` on each side, and no longer than it."""
+    return (finding.path == label.path and gap(_span(finding), _span(label)) <= tolerance
+            and _lines(finding) <= _lines(label) + 2 * tolerance)
+
+
 def match_findings(findings: Sequence[ReviewFinding], labels: Sequence[ReviewLabel],
                    tolerance: int = TOLERANCE_LINES) -> tuple[tuple[int, int], ...]:
     """A maximum matching of findings to labels (see the module's rules), as
     (finding index, label index) pairs sorted by label."""
     candidates = [
         sorted((index for index, finding in enumerate(findings)
-                if finding.path == label.path
-                and gap(_span(finding), _span(label)) <= tolerance),
+                if locates(finding, label, tolerance)),
                key=lambda index: (gap(_span(findings[index]), _span(label)), index))
         for label in labels
     ]

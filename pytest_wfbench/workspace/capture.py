@@ -42,6 +42,7 @@ from pytest_wfbench.workspace.fs import (
 
 GIB = 1 << 30
 CACHE_DIRS = frozenset({".pytest_cache", ".mypy_cache", ".ruff_cache"})
+ZEROS = bytes(CHUNK)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ class Capture:
     nested_git: list[str] = field(default_factory=list)
     """``.git`` directories or ``gitdir:`` files below the top: not copied, so the
     nested repository's files show as files and no git command reads them."""
+    unshowable: list[str] = field(default_factory=list)
+    """Entries git cannot hold in a patch (:func:`git_refuses`): not copied, so the
+    oracle does not see what the patch cannot show."""
     large_files: list[LargeFile] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)
     """Every symlink copied, with its target as written."""
@@ -142,6 +146,65 @@ def _copy_stream(src_fd: int, dst_fd: int, size: int, digests: list[Any] | None)
             digest.update(chunk)
 
 
+def _data_regions(fd: int, size: int) -> list[tuple[int, int]]:
+    """Where a file holds data, as (start, end) byte ranges; the rest are holes
+    (the whole file where its file system cannot tell)."""
+    regions: list[tuple[int, int]] = []
+    offset = 0
+    try:
+        while offset < size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError as error:
+                if error.errno == errno.ENXIO:  # only a hole is left
+                    break
+                raise
+            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+            if start >= end:
+                break
+            regions.append((start, end))
+            offset = end
+    except OSError:
+        return [(0, size)]
+    return regions
+
+
+def _copy_digested(src_fd: int, dst_fd: int, size: int, digests: list[Any]) -> None:
+    """Copy a file's data regions, keeping its holes, and digest its whole content
+    (holes read as zeros): a sparse file costs the host no more disk than it
+    cost the arm, whatever size it claims."""
+    position = 0
+    for start, end in _data_regions(src_fd, size):
+        _digest_zeros(digests, start - position)
+        offset = start
+        while offset < end:
+            chunk = os.pread(src_fd, min(CHUNK, end - offset), offset)
+            if not chunk:
+                break
+            view = memoryview(chunk)
+            written = offset
+            while view:
+                count = os.pwrite(dst_fd, view, written)
+                view, written = view[count:], written + count
+            for digest in digests:
+                digest.update(chunk)
+            offset += len(chunk)
+        # A file shorter than it said (it cannot change now: no arm process is
+        # left) reads as zeros to its size, as the truncation below makes it.
+        _digest_zeros(digests, end - offset)
+        position = end
+    _digest_zeros(digests, size - position)
+    os.ftruncate(dst_fd, size)
+
+
+def _digest_zeros(digests: list[Any], count: int) -> None:
+    while count > 0:
+        step = min(count, CHUNK)
+        for digest in digests:
+            digest.update(ZEROS[:step])
+        count -= step
+
+
 def _copy_file(src_fd: int, dst_fd: int, size: int, digest: bool) -> tuple[str, str] | None:
     """Copy ``size`` bytes; with ``digest``, return the content's sha256 and git blob id."""
     if not digest:
@@ -149,7 +212,7 @@ def _copy_file(src_fd: int, dst_fd: int, size: int, digest: bool) -> tuple[str, 
         return None
     sha256 = hashlib.sha256()
     blob = hashlib.sha1(f"blob {size}\0".encode(), usedforsecurity=False)
-    _copy_stream(src_fd, dst_fd, size, [sha256, blob])
+    _copy_digested(src_fd, dst_fd, size, [sha256, blob])
     return sha256.hexdigest(), blob.hexdigest()
 
 
@@ -198,6 +261,12 @@ def capture_tree(source: Path, target: Path, bounds: TreeBounds, *,
                         continue
                     info = entry.stat(follow_symlinks=False)
                     mode = info.st_mode
+                    if git_refuses(entry.name, mode) and not (layered and is_whiteout(info)):
+                        capture.unshowable.append(relative)
+                        if layered:
+                            make_whiteout(entry.name, dst)
+                            capture.whiteouts.append(relative)
+                        continue
                     if _cache_entry(entry.name, parts, mode):
                         capture.caches_left_out += 1
                         continue
@@ -226,9 +295,19 @@ def capture_tree(source: Path, target: Path, bounds: TreeBounds, *,
         os.close(dst_root)
     capture.special_files.sort()
     capture.nested_git.sort()
+    capture.unshowable.sort()
     capture.whiteouts.sort()
     capture.opaque_dirs.sort()
     return capture
+
+
+def git_refuses(name: str, mode: int) -> bool:
+    """Whether git refuses ``name`` as a path component (``.git`` in any case, a
+    link named ``.gitmodules`` in any case): ``git add`` fails on it, ``git
+    update-index`` skips it in silence, so no patch can show it. (The harness's
+    git takes every other name: core.protectNTFS and core.protectHFS are off.)"""
+    folded = name.casefold()
+    return folded == ".git" or (stat.S_ISLNK(mode) and folded == ".gitmodules")
 
 
 def _cache_entry(name: str, parts: tuple[str, ...], mode: int) -> bool:

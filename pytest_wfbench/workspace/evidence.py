@@ -74,6 +74,8 @@ def _plan(capture: Capture, exclude: Sequence[str]) -> _Tree:
     plan.notes += [f"nested repository, its .git not diffed (its files are): {shown(path)}"
                    for path in capture.nested_git]
     plan.notes += [f"special file not copied: {shown(path)}" for path in capture.special_files]
+    plan.notes += [f"not copied, a name git cannot hold (the oracle did not see it): "
+                   f"{shown(path)}" for path in capture.unshowable]
     for path, target in capture.links:
         resolved = posixpath.normpath(posixpath.join("/workspace", posixpath.dirname(path),
                                                      target))
@@ -128,10 +130,23 @@ def _layer_changes(template: Template, layer: Path, capture: Capture,
             removed.add(relative)  # a file of the base replaced by a directory
         for name in (*files, *(d for d in dirs if os.path.islink(os.path.join(directory, d)))):
             path = prefix + name
+            if path in skipped:
+                # Summarized in the notes, not diffed: the base's entry there stays
+                # (as in a copied tree's index); what was below it is gone.
+                removed.update(_below(base, path))
+                continue
             replaced(path)
-            if not is_whiteout(os.lstat(os.path.join(directory, name))) and path not in skipped:
+            if not is_whiteout(os.lstat(os.path.join(directory, name))):
                 added.append(path)
     return sorted(removed - set(added)), sorted(added)
+
+
+def _below_large_files(template: Template, capture: Capture) -> list[str]:
+    """The base's entries below a path that is now a large file (a folder the
+    arm replaced by one): gone from the tree, so gone from the index, though
+    the large file itself is left out of it."""
+    base = _base_paths(template.git_dir, template.sanitized_sha)
+    return sorted({path for large in capture.large_files for path in _below(base, large.path)})
 
 
 def _nul_list(paths: Sequence[str]) -> bytes:
@@ -170,6 +185,11 @@ def _staged(template: Template, tree: Path, scratch: Path, pathspecs: Sequence[s
         else:
             run_git(["add", "--all", "--force", f"--pathspec-from-file={spec_file}",
                      "--pathspec-file-nul"], env=env, cwd=tree)
+            # A large file's exclusion also spares what its path held below it.
+            below = _below_large_files(template, capture) if capture is not None else []
+            if below:
+                run_git(["update-index", "--force-remove", "-z", "--stdin"], env=env,
+                        cwd=tree, stdin=_nul_list(below))
         yield env
     finally:
         shutil.rmtree(git_dir, ignore_errors=True)

@@ -156,8 +156,21 @@ class JudgedTree:
     def put_tree(self, relative: PurePosixPath, source: Path) -> None:
         """Copy the trusted ``source`` (a file or a folder) to ``relative``, which
         must be free (the caller removed what was there)."""
-        self.real_directories(relative.parent)
+        parent = self.real_directories(relative.parent)
         target = self.root / relative
+        if self.lower is not None:
+            # A whiteout is no entry of the merged tree, but it takes the name in
+            # the layer: the capture leaves one for a special file wherever it was
+            # (e.g. a FIFO at a hidden path, which the lower tree never has).
+            fd = os.open(parent, fs.O_DIR)
+            try:
+                info = os.stat(relative.name, dir_fd=fd, follow_symlinks=False)
+                if is_whiteout(info):
+                    os.unlink(relative.name, dir_fd=fd)
+            except FileNotFoundError:
+                pass
+            finally:
+                os.close(fd)
         if source.is_dir():
             shutil.copytree(source, target, symlinks=True)
             if self.lower is not None:
