@@ -8,6 +8,7 @@ and all must agree on the same items in the same order.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +32,8 @@ from pytest_wfbench.tasks import (
 )
 
 KNOWN_ARMS = ("gold", "noop", *PRESETS, *AUDIT_GROUPS)
+CELL_ID_RE = re.compile(r"::test_(?:cell|scenario|review)\[(?P<cell>[^\]]+)\]$")
+"""A cell's id in its pytest node id."""
 BUILTIN_ARM_DEFINITIONS = {
     "gold": ArmDefinition("gold", "gold", description="applies the task's gold patch"),
     "noop": ArmDefinition("noop", "noop", description="changes nothing"),

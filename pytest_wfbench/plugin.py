@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_wfbench import __version__, cells, fixtures
-from pytest_wfbench.cells import AnyCell, Cell, ScenarioCell
+from pytest_wfbench.cells import CELL_ID_RE, AnyCell, Cell, ScenarioCell
 from pytest_wfbench.control.hooks import ControlHooks
 from pytest_wfbench.control.signals import Cancellation, register_controller, register_worker
 from pytest_wfbench.control.start import (
@@ -38,6 +37,7 @@ from pytest_wfbench.review import fixtures as review_fixtures
 from pytest_wfbench.review.sweep import check_review_changes
 from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, preflight
+from pytest_wfbench.schedule.glue import DurationHooks, SchedulerHooks, user_chose_dist
 from pytest_wfbench.shard import ShardError
 from pytest_wfbench.store import (
     ENVIRONMENT,
@@ -59,7 +59,6 @@ SELECTED_KEY = pytest.StashKey[dict[str, str]]()
 NOOP_XFAIL = pytest.mark.xfail(
     strict=True, raises=CellUnresolved,
     reason="noop must not resolve: a resolved noop means the oracle passes without any change")
-CELL_ID_RE = re.compile(r"::test_(?:cell|scenario|review)\[(?P<cell>[^\]]+)\]$")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -109,9 +108,11 @@ def pytest_configure(config: pytest.Config) -> None:
             on_cancel=lambda name: request_stop(work_dir, STOP_CANCELLED,
                                                 f"the sweep was cancelled ({name})"))
         cancellation.install()
+    durations = DurationHooks(sweep)
     if is_controller(config) and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(sweep), "wfbench-xdist")
-        _steal_work_by_default(config)
+        if not user_chose_dist(config):
+            config.pluginmanager.register(SchedulerHooks(sweep, durations), "wfbench-scheduler")
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         # Task files without test paths: collect only cells, not the repo's tests.
         # xdist workers decide this again from the same invocation arguments.
@@ -123,6 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(review_fixtures, "wfbench-review-fixtures")
     if is_controller(config) and not collect_only:
         config.pluginmanager.register(ControlHooks(sweep, config), "wfbench-control")
+        config.pluginmanager.register(durations, "wfbench-durations")
     config.pluginmanager.register(SweepHooks(sweep, cancellation), "wfbench-sweep")
 
 
@@ -156,18 +158,6 @@ def _start_controller(sweep: Sweep) -> None:
 def _distributed(config: pytest.Config) -> bool:
     """Whether this controller hands its cells to xdist workers."""
     return config.pluginmanager.getplugin("dsession") is not None
-
-
-def _steal_work_by_default(config: pytest.Config) -> None:
-    """Cells differ in length by ten times and more (agent sessions): with -n and
-    no --dist of the user's, xdist's work stealing keeps every worker busy to the
-    end, where 'load' can leave one holding the long cells queued behind another."""
-    if getattr(config.option, "dist", "no") != "load":
-        return
-    given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split(),
-             *config.getini("addopts")]
-    if not any(arg == "-d" or arg.startswith("--dist") for arg in given):
-        config.option.dist = "worksteal"
 
 
 class XdistHooks:

@@ -254,14 +254,3 @@ def test_rows_carry_stage_times_that_fit_in_the_cell(
         row["duration_s"] - row["session_duration_s"], abs=0.002)
     report = (suite.out / "report.md").read_text()
     assert "## Harness overhead" in report and "| gold | 1 |" in report
-
-
-def test_cells_are_scheduled_by_work_stealing_unless_the_user_says(
-    pytester: pytest.Pytester, suite_factory: SuiteFactory
-) -> None:
-    suite = suite_factory(tasks=[task_yaml(f"t{i}") for i in range(3)], arms=["gold"])
-    result = pytester.runpytest_subprocess(*suite.args("-n", "2", "-v"))
-    result.stdout.fnmatch_lines(["*scheduling tests via WorkStealingScheduling*"])
-    suite.out = suite.root / "out-2"
-    result = pytester.runpytest_subprocess(*suite.args("-n", "2", "-v", "--dist", "load"))
-    result.stdout.fnmatch_lines(["*scheduling tests via LoadScheduling*"])
