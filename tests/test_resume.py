@@ -54,7 +54,24 @@ def comparable_report(text: str) -> list[str]:
         if sweep_id or line.startswith(("- sweep_id", "- out dir")):
             continue
         lines.append(re.sub(r"\d+\.\d+", "#", line))
-    return lines
+    return _without_timing_columns(lines)
+
+
+def _without_timing_columns(lines: list[str]) -> list[str]:
+    """Tables less their timing columns (a timing of whole seconds has no decimals)."""
+    timings = {"session s", "cell s", "overhead s"}
+    drop: set[int] = set()
+    out = []
+    for line in lines:
+        if not line.startswith("|"):
+            drop = set()
+            out.append(line)
+            continue
+        cells = line.strip("|").split(" | ")
+        if not drop and any(cell.strip() in timings for cell in cells):
+            drop = {i for i, cell in enumerate(cells) if cell.strip() in timings}
+        out.append("|".join(cell for i, cell in enumerate(cells) if i not in drop))
+    return out
 
 
 def kill_when(command: list[str], cwd: Path, rows: Path, count: int) -> None:
