@@ -47,8 +47,12 @@ def tree_key(roots: list[Path]) -> str:
     digest.update(f"{sys.version}\0{os.path.realpath(sys.executable)}\0".encode())
     for root in roots:
         digest.update(f"{root}\0".encode())
-    installed = sorted(f"{dist.metadata['Name']}=={dist.version}"
-                       for dist in importlib.metadata.distributions())
+    # The distributions installed in the roots (the ones compiled), each once:
+    # not those found through the current directory or PYTHONPATH, which made
+    # the key, and a 30 s build, depend on where pytest was started.
+    installed = sorted({f"{dist.metadata['Name']}=={dist.version}"
+                        for dist in importlib.metadata.distributions(
+                            path=[str(root) for root in roots])})
     digest.update("\0".join(installed).encode())
     return digest.hexdigest()[:24]
 
