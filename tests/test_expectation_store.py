@@ -31,11 +31,10 @@ FOUND = Expectation("tests", frozenset({"a.py::test_a", "b.py::test_b"}), "gold"
 
 
 def test_every_input_changes_the_key() -> None:
-    keys = {expectation_key(INPUTS, "site")}
-    for name, value in (("template", "t2"), ("oracle", "o2"), ("hidden", "h2"),
-                        ("command", "python -m pytest -x"), ("plugins", ("p", "q")),
-                        ("gold", "g2"), ("interpreter", "i2")):
-        keys.add(expectation_key(dataclasses.replace(INPUTS, **{name: value}), "site"))
+    changed = [dataclasses.replace(INPUTS, **{name: f"{getattr(INPUTS, name)}2"})
+               for name in ("template", "oracle", "hidden", "command", "gold", "interpreter")]
+    changed.append(dataclasses.replace(INPUTS, plugins=("p", "q")))
+    keys = {expectation_key(inputs, "site") for inputs in [INPUTS, *changed]}
     keys.add(expectation_key(INPUTS, "other judge files"))
     assert len(keys) == 9
 
