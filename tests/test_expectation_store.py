@@ -31,9 +31,13 @@ FOUND = Expectation("tests", frozenset({"a.py::test_a", "b.py::test_b"}), "gold"
 
 
 def test_every_input_changes_the_key() -> None:
-    changed = [dataclasses.replace(INPUTS, **{name: f"{getattr(INPUTS, name)}2"})
-               for name in ("template", "oracle", "hidden", "command", "gold", "interpreter")]
-    changed.append(dataclasses.replace(INPUTS, plugins=("p", "q")))
+    changed = [dataclasses.replace(INPUTS, template="t2"),
+               dataclasses.replace(INPUTS, oracle="o2"),
+               dataclasses.replace(INPUTS, hidden="h2"),
+               dataclasses.replace(INPUTS, command="python -m pytest -x"),
+               dataclasses.replace(INPUTS, plugins=("p", "q")),
+               dataclasses.replace(INPUTS, gold="g2"),
+               dataclasses.replace(INPUTS, interpreter="i2")]
     keys = {expectation_key(inputs, "site") for inputs in [INPUTS, *changed]}
     keys.add(expectation_key(INPUTS, "other judge files"))
     assert len(keys) == 9
