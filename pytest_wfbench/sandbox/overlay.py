@@ -32,27 +32,29 @@ OPAQUE_XATTR = "user.overlay.opaque"
 OVERLAY_XATTR_PREFIX = "user.overlay."
 MOUNT_FAILED = 125
 MOUNT_OPTIONS = "userxattr,metacopy=off,index=off,xino=off"
-# Binds the layers under $m (the cell's mount folder), mounts the overlay at
-# $m/ws, and execs the sandbox. A mount that finds the upper layer still held by
-# the previous command's namespace (torn down asynchronously) is retried. A
+# Binds the layers under $m (the cell's mount folder, whose mount points
+# Overlay.prefix makes), mounts the overlay at $m/ws, and execs the sandbox.
+# Each lower layer is bound read-only by one mount process (util-linux binds,
+# then remounts read-only): every process here is a few milliseconds of every
+# command on a layered workspace. A mount that finds the upper layer still held
+# by the previous command's namespace (torn down asynchronously) is retried. A
 # failure is written to $m/failed, which no sandboxed command can reach (an exit
 # status or a message of the command's own says nothing).
 SCRIPT = r"""
 m=$1; rw=$2; shift 2
 lowers=""; n=0
 while [ "$1" != "--" ]; do
-  mkdir -p "$m/l$n" && mount --bind "$1" "$m/l$n" && mount -o remount,ro,bind "$m/l$n" \
+  mount --bind -o ro "$1" "$m/l$n" \
     || { echo "cannot bind a lower layer" > "$m/failed"; exit 125; }
   lowers="$lowers${lowers:+:}$m/l$n"; n=$((n+1)); shift
 done
 shift
 options="lowerdir=$lowers,@OPTIONS@"
 if [ "$rw" != - ]; then
-  mkdir -p "$m/rw" && mount --bind "$rw" "$m/rw" \
+  mount --bind "$rw" "$m/rw" \
     || { echo "cannot bind the upper layer" > "$m/failed"; exit 125; }
   options="$options,upperdir=$m/rw/upper,workdir=$m/rw/work"
 fi
-mkdir -p "$m/ws"
 tries=0
 until mount -t overlay wfbench -o "$options" "$m/ws" 2>"$m/error"; do
   tries=$((tries+1))
@@ -96,9 +98,13 @@ class Overlay:
         return reason or "the overlay did not mount"
 
     def prefix(self, unshare: str) -> list[str]:
-        """The command line that mounts the overlay and then execs what follows."""
+        """The command line that mounts the overlay and then execs what follows
+        (its mount points are made here, in the cell's mount folder)."""
         if self.rw is None and len(self.lowers) < 2:
             raise ValueError("a read-only overlay needs two lower layers")
+        for name in ("ws", *(f"l{n}" for n in range(len(self.lowers))),
+                     *(("rw",) if self.rw is not None else ())):
+            (self.mount_dir / name).mkdir(parents=True, exist_ok=True)
         return [unshare, "--user", "--map-root-user", "--mount", "--propagation", "private",
                 "/bin/sh", "-c", SCRIPT, "wfbench-overlay", str(self.mount_dir),
                 str(self.rw) if self.rw is not None else "-", *map(str, self.lowers), "--"]
