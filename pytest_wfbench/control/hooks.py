@@ -43,9 +43,15 @@ class ControlHooks:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
 
         def write_line(line: str) -> None:
-            if reporter is not None:
-                reporter.ensure_newline()
-                reporter.write_line(self.sweep.redactor.clean(line))
+            if reporter is None:
+                return
+            # xdist writes its progress characters without telling the reporter:
+            # start a line of our own where the writer is not at one's start.
+            writer = getattr(reporter, "_tw", None)
+            if getattr(writer, "width_of_current_line", 0):
+                reporter.write("\n")
+            reporter.ensure_newline()
+            reporter.write_line(self.sweep.redactor.clean(line))
 
         self.monitor = ProgressMonitor(self.sweep.identity.work_dir, self.sweep.identity.out_dir,
                                        self.tally, write_line, tty=sys.stdout.isatty())
