@@ -50,33 +50,35 @@ def _r(value: float | None, digits: int = 3) -> float | None:
 # ----------------------------------------------------------------- cells vs floor
 
 
-def _floors(ctx: Context, tasks: list[Task], label: str) -> dict[str, dict[str, Any]]:
-    """Per cell id (run 1), the median floor of its (task, arm) over repeats."""
-    out: dict[str, dict[str, Any]] = {}
+def _floor_samples(ctx: Context, tasks: list[Task], label: str,
+                   samples: dict[str, list[Floor]]) -> None:
+    """One floor of each (task, arm) cell (run 1), added to ``samples``."""
     for task in tasks:
         assert task.oracle.files is not None
         for arm, gold in (("gold", task.gold), ("noop", None)):
-            samples: list[Floor] = []
-            for _ in range(max(ctx.repeat, 1)):
-                samples.append(measure_floor(
-                    Path(task.repo.location), task.verify, task.oracle.command,
-                    task.oracle.files, gold, ctx.bytecode, ctx.scratch / f"floors-{label}",
-                    task.oracle.hidden_paths))
-            out[f"{task.id}-{arm}-r1"] = {
-                "floor_s": _median([f.total_s for f in samples]),
-                "copy_s": _median([f.copy_s for f in samples]),
-                "session_s": _median([f.session_s for f in samples]),
-                "verify_s": _median([f.verify_s for f in samples]),
-                "oracle_s": _median([f.oracle_s for f in samples]),
-            }
-    return out
+            samples.setdefault(f"{task.id}-{arm}-r1", []).append(measure_floor(
+                Path(task.repo.location), task.verify, task.oracle.command,
+                task.oracle.files, gold, ctx.bytecode, ctx.scratch / f"floors-{label}",
+                task.oracle.hidden_paths))
+
+
+def _floors(samples: dict[str, list[Floor]]) -> dict[str, dict[str, Any]]:
+    """Per cell id, the median floor over its samples."""
+    return {cell: {"floor_s": _median([f.total_s for f in floors]),
+                   "copy_s": _median([f.copy_s for f in floors]),
+                   "session_s": _median([f.session_s for f in floors]),
+                   "verify_s": _median([f.verify_s for f in floors]),
+                   "oracle_s": _median([f.oracle_s for f in floors])}
+            for cell, floors in samples.items()}
 
 
 def cells_against_floor(ctx: Context, task_file: Path, label: str, title: str,
                         args: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[Target],
                                                              list[SweepRun]]:
     """Serial sweeps of gold and noop cells (the first one warms the template
-    cache and is not counted), each cell's median duration against its floor."""
+    cache and is not counted), each cell's median duration against its floor.
+    Each measured sweep is followed by one floor of each cell, so that the
+    two are measured side by side on a machine whose load drifts."""
     tasks = [t for t in load_task_file(task_file).tasks if not t.is_review]
     expect = 2 * len(tasks)
     sweep_args = ("--wfbench-arms", "gold,noop", *args)
@@ -84,15 +86,16 @@ def cells_against_floor(ctx: Context, task_file: Path, label: str, title: str,
                       args=sweep_args, expect_cells=expect)
     ctx.progress(f"{label}: first sweep {first.wall_s:.1f} s ({first.builds} template builds)")
     runs = []
+    samples: dict[str, list[Floor]] = {}
     for i in range(max(ctx.repeat, 1)):
         runs.append(run_sweep(task_file, ctx.scratch, f"{label}-{i}", cache_dir=ctx.cache_dir,
                               args=sweep_args, expect_cells=expect))
+        _floor_samples(ctx, tasks, label, samples)
     ctx.progress(f"{label}: {len(runs)} measured sweeps, "
-                 f"{statistics.median(r.wall_s for r in runs):.1f} s each")
+                 f"{statistics.median(r.wall_s for r in runs):.1f} s each, floors between")
     durations = per_cell(runs)
     overheads = per_cell(runs, "harness_overhead_s")
-    floors = _floors(ctx, tasks, label)
-    ctx.progress(f"{label}: floors measured")
+    floors = _floors(samples)
     cells: dict[str, Any] = {}
     for cell, floor in floors.items():
         duration = durations.get(cell)

@@ -17,12 +17,14 @@ import hashlib
 import json
 import os
 import secrets
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from filelock import FileLock
 
+from pytest_wfbench.expectations import ExpectationInputs, ExpectationStore
 from pytest_wfbench.judge.config import reset_test_configuration, root_config_file
 from pytest_wfbench.judge.environment import (
     bytecode_mount,
@@ -215,16 +217,32 @@ def run_oracle(task: Task, snapshot: OracleSnapshot, template: Template, sandbox
 
 
 class ExpectationCache:
-    """Each task's expected oracle tests, established once per sweep and shared
-    by every process of it (under a file lock in the work dir)."""
+    """Each task's expected oracle tests, established once and shared by every
+    process of the sweep (under a file lock in the work dir), and, with a store
+    (the cache dir's ``expectations/``), by every later sweep with the same
+    inputs (:mod:`pytest_wfbench.expectations`)."""
 
     def __init__(self, work_dir: Path, sandbox: Sandbox, bytecode: Path | None = None,
-                 layered: bool = False) -> None:
+                 layered: bool = False, store: ExpectationStore | None = None,
+                 sweep_id: str = "") -> None:
         self.root = work_dir / "expectations"
         self.root.mkdir(parents=True, exist_ok=True)
         self.sandbox = sandbox
         self.bytecode = bytecode
         self.layered = layered
+        self.store = store
+        self.sweep_id = sweep_id
+        self._known: dict[str, Expectation] = {}
+
+    def inputs(self, task: Task, snapshot: OracleSnapshot, template: Template,
+               gold: bytes) -> ExpectationInputs:
+        interpreter = (self.bytecode.name if self.bytecode is not None
+                       else f"{sys.version}\0{sys.executable}")
+        return ExpectationInputs(
+            template=template.content_key or str(template.path), oracle=snapshot.digest,
+            hidden=template.hidden_digest, command=task.oracle.command,
+            plugins=tuple(task.oracle.plugins), gold=hashlib.sha256(gold).hexdigest(),
+            interpreter=interpreter)
 
     def get(self, task: Task, snapshot: OracleSnapshot, template: Template) -> Expectation:
         if task.oracle.exit_code_only:
@@ -232,24 +250,42 @@ class ExpectationCache:
         if task.oracle.expect is not None:
             return Expectation("tests", frozenset(task.oracle.expect), "declared")
         gold = task.gold.read_bytes() if task.gold is not None else b""
-        key = hashlib.sha256("\0".join((
-            str(template.path), snapshot.digest, task.oracle.command,
-            ",".join(task.oracle.plugins), hashlib.sha256(gold).hexdigest(),
-        )).encode()).hexdigest()[:24]
+        key = self.inputs(task, snapshot, template, gold).key()
+        if key in self._known:
+            return self._known[key]
         record = self.root / f"{key}.json"
         with FileLock(str(self.root / f"{key}.lock")):
             if record.exists():
                 data = json.loads(record.read_text())
                 if "error" in data:
                     raise CellFailure("oracle-unavailable", data["error"])
-                return Expectation.from_json(data)
-            try:
-                expectation = self._calibrate(task, snapshot, template, gold)
-            except ValueError as error:
-                message = f"the oracle's expected tests could not be established: {error}"
-                record.write_text(json.dumps({"error": message}))
-                raise CellFailure("oracle-unavailable", message) from error
-            record.write_text(json.dumps(expectation.to_json()))
+                expectation = Expectation.from_json(data)
+            else:
+                try:
+                    expectation = self._established(task, snapshot, template, gold, key)
+                except ValueError as error:
+                    message = f"the oracle's expected tests could not be established: {error}"
+                    record.write_text(json.dumps({"error": message}))
+                    raise CellFailure("oracle-unavailable", message) from error
+                record.write_text(json.dumps(expectation.to_json()))
+        self._known[key] = expectation
+        return expectation
+
+    def _established(self, task: Task, snapshot: OracleSnapshot, template: Template,
+                     gold: bytes, key: str) -> Expectation:
+        """From the store when an earlier sweep established it, else by running
+        the oracle (and kept in the store)."""
+        if self.store is None:
+            return self._calibrate(task, snapshot, template, gold)
+        stored = self.store.load(key)
+        if stored is not None:
+            return stored
+        with self.store.lock(key):
+            stored = self.store.load(key)  # a concurrent sweep may have just done it
+            if stored is not None:
+                return stored
+            expectation = self._calibrate(task, snapshot, template, gold)
+            self.store.save(key, expectation, f"task {task.id}, sweep {self.sweep_id}")
         return expectation
 
     def _calibrate(self, task: Task, snapshot: OracleSnapshot, template: Template,

@@ -243,7 +243,7 @@ import pytest_wfbench.sandbox.overlay as overlay
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
     # After the sweep chose layered clones: every later mount fails.
-    overlay.SCRIPT = overlay.SCRIPT.replace("lowerdir=$lowers,", "lowerdir=$lowers,bogus,")
+    overlay.MOUNT_OPTIONS += ",bogus"
 '''
 
 

@@ -35,10 +35,16 @@ KEEP = 3
 
 def source_roots() -> list[Path]:
     """What the judges import from: the standard library and the site-packages
-    of the interpreter that runs the harness."""
+    of the interpreter that runs the harness, and the judges' own start-up files
+    (``judge/site``) when the harness is not installed there (an editable
+    install: every judge compiled them afresh)."""
     paths = sysconfig.get_paths()
     roots = {Path(paths[key]).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    return sorted(root for root in roots if root.is_dir())
+    found = sorted(root for root in roots if root.is_dir())
+    site = (Path(__file__).resolve().parent / "site")
+    if not any(site.is_relative_to(root) for root in found):
+        found.append(site)
+    return found
 
 
 def tree_key(roots: list[Path]) -> str:
@@ -47,8 +53,12 @@ def tree_key(roots: list[Path]) -> str:
     digest.update(f"{sys.version}\0{os.path.realpath(sys.executable)}\0".encode())
     for root in roots:
         digest.update(f"{root}\0".encode())
-    installed = sorted(f"{dist.metadata['Name']}=={dist.version}"
-                       for dist in importlib.metadata.distributions())
+    # The distributions installed in the roots (the ones compiled), each once:
+    # not those found through the current directory or PYTHONPATH, which made
+    # the key, and a 30 s build, depend on where pytest was started.
+    installed = sorted({f"{dist.metadata['Name']}=={dist.version}"
+                        for dist in importlib.metadata.distributions(
+                            path=[str(root) for root in roots])})
     digest.update("\0".join(installed).encode())
     return digest.hexdigest()[:24]
 

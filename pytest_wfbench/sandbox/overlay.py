@@ -3,12 +3,14 @@ starts, so a cell's clone costs nothing however large the repository is.
 
 bubblewrap 0.8 (Debian 12's) has no overlay option of its own, so a command on
 an :class:`Overlay` starts in a user and mount namespace of its own
-(``unshare``, where the harness's user is root), which binds the layers under
-the cell's own mount folder (its name is random: the sandbox's mount table
-shows nothing else of the host), mounts the overlay there and then execs
-bubblewrap, which binds the merged tree at ``/workspace`` as usual. Lower
-layers are bound read-only. The namespace, and the overlay with it, ends
-with the command's last process.
+(``unshare``, where the harness's user is root), which mounts the overlay in
+the cell's own mount folder (its name is random), naming the layers through
+links there, relative to it (the sandbox's mount table shows ``l0``, ``rw``,
+no host path of a layer), and then execs bubblewrap, which binds the merged
+tree at ``/workspace`` as usual. Lower layers are never written: overlayfs
+writes its upper layer only, and no layer but the merged tree is in the
+sandbox. The namespace, and the overlay with it, ends with the command's last
+process.
 
 Mount options: ``userxattr`` (an unprivileged overlay keeps its whiteouts as
 0/0 character devices and its opaque marks as ``user.overlay.opaque``),
@@ -32,37 +34,30 @@ OPAQUE_XATTR = "user.overlay.opaque"
 OVERLAY_XATTR_PREFIX = "user.overlay."
 MOUNT_FAILED = 125
 MOUNT_OPTIONS = "userxattr,metacopy=off,index=off,xino=off"
-# Binds the layers under $m (the cell's mount folder), mounts the overlay at
-# $m/ws, and execs the sandbox. A mount that finds the upper layer still held by
-# the previous command's namespace (torn down asynchronously) is retried. A
-# failure is written to $m/failed, which no sandboxed command can reach (an exit
-# status or a message of the command's own says nothing).
+# Mounts the overlay at $m/ws (in the cell's mount folder, where Overlay.prefix
+# links the layers under fixed names) and execs the sandbox. The layers are
+# named relative to $m, so the overlay's options in the sandbox's mount table
+# say l0, l1 and rw only, never a host path; the one mount process is all the
+# layers cost a command (binding each layer first took a process apiece, a few
+# milliseconds of every command). A mount that finds the upper layer still
+# held by the previous command's namespace (torn down asynchronously) is
+# retried. A failure is written to $m/failed, which no sandboxed command can
+# reach (an exit status or a message of the command's own says nothing).
 SCRIPT = r"""
-m=$1; rw=$2; shift 2
-lowers=""; n=0
-while [ "$1" != "--" ]; do
-  mkdir -p "$m/l$n" && mount --bind "$1" "$m/l$n" && mount -o remount,ro,bind "$m/l$n" \
-    || { echo "cannot bind a lower layer" > "$m/failed"; exit 125; }
-  lowers="$lowers${lowers:+:}$m/l$n"; n=$((n+1)); shift
-done
-shift
-options="lowerdir=$lowers,@OPTIONS@"
-if [ "$rw" != - ]; then
-  mkdir -p "$m/rw" && mount --bind "$rw" "$m/rw" \
-    || { echo "cannot bind the upper layer" > "$m/failed"; exit 125; }
-  options="$options,upperdir=$m/rw/upper,workdir=$m/rw/work"
-fi
-mkdir -p "$m/ws"
+m=$1; options=$2; shift 2
+back=$PWD
+cd "$m" || exit 125
 tries=0
-until mount -t overlay wfbench -o "$options" "$m/ws" 2>"$m/error"; do
+until mount -t overlay wfbench -o "$options" ws 2>error; do
   tries=$((tries+1))
   if [ "$tries" -ge 100 ]; then
-    cat "$m/error" > "$m/failed"; exit 125
+    cat error > failed; exit 125
   fi
   sleep 0.05
 done
+cd "$back" || exit 125
 exec "$@"
-""".replace("@OPTIONS@", MOUNT_OPTIONS)
+"""
 
 
 @dataclass(frozen=True)
@@ -96,12 +91,34 @@ class Overlay:
         return reason or "the overlay did not mount"
 
     def prefix(self, unshare: str) -> list[str]:
-        """The command line that mounts the overlay and then execs what follows."""
+        """The command line that mounts the overlay and then execs what follows
+        (the mount point and the links to the layers are made here, in the
+        cell's mount folder)."""
         if self.rw is None and len(self.lowers) < 2:
             raise ValueError("a read-only overlay needs two lower layers")
+        (self.mount_dir / "ws").mkdir(parents=True, exist_ok=True)
+        links = {f"l{n}": lower for n, lower in enumerate(self.lowers)}
+        options = f"lowerdir={':'.join(links)},{MOUNT_OPTIONS}"
+        if self.rw is not None:
+            links["rw"] = self.rw
+            options += ",upperdir=rw/upper,workdir=rw/work"
+        for name, target in links.items():
+            _link(self.mount_dir / name, target)
         return [unshare, "--user", "--map-root-user", "--mount", "--propagation", "private",
-                "/bin/sh", "-c", SCRIPT, "wfbench-overlay", str(self.mount_dir),
-                str(self.rw) if self.rw is not None else "-", *map(str, self.lowers), "--"]
+                "/bin/sh", "-c", SCRIPT, "wfbench-overlay", str(self.mount_dir), options]
+
+
+def _link(path: Path, target: Path) -> None:
+    """``path`` a link to ``target`` (replaced when it points elsewhere)."""
+    try:
+        if os.readlink(path) == str(target):
+            return
+    except OSError:
+        pass
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.new")
+    temporary.unlink(missing_ok=True)
+    os.symlink(target, temporary)
+    os.replace(temporary, path)
 
 
 def new_rw(root: Path) -> Path:

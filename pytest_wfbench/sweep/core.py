@@ -31,6 +31,7 @@ from pytest_wfbench.control.budget import Ledger
 from pytest_wfbench.control.plan import REUSED, Plan, Planned
 from pytest_wfbench.control.progress import StageReporter
 from pytest_wfbench.control.replay import PLAN, reused_row, row_from_json
+from pytest_wfbench.expectations import ExpectationStore
 from pytest_wfbench.git import GitError
 from pytest_wfbench.identity import (
     CellIdentity,
@@ -233,10 +234,14 @@ class Sweep:
         return self._proxy
 
     def expectations(self) -> ExpectationCache:
-        """Each task's expected oracle tests, established once per sweep."""
+        """Each task's expected oracle tests, established once (kept in the cache
+        dir for later sweeps)."""
         if self._expectations is None:
+            store = (ExpectationStore(self.options.cache_dir / "expectations")
+                     if self.options.cache_dir is not None else None)
             self._expectations = ExpectationCache(self.identity.work_dir, self.sandbox(),
-                                                  self.bytecode(), self.layered_clones())
+                                                  self.bytecode(), self.layered_clones(),
+                                                  store, self.sweep_id)
         return self._expectations
 
     def clone_unavailable(self) -> str | None:

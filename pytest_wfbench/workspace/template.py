@@ -45,6 +45,10 @@ class Template:
     hidden_store: Path
     """The hidden paths' content at the task's SHA, never mounted for the agent."""
     hidden_digest: str
+    content_key: str = ""
+    """What the template holds, digested: its inputs' key, its files and its
+    hidden paths as built (a rebuild whose ``prepare`` made other files has
+    another). What depends on the template is keyed by it."""
 
     @property
     def git_dir(self) -> Path:
@@ -166,8 +170,11 @@ class TemplateCache:
             if timings is not None:
                 timings["template_wait"] = round((building - waiting) * 1000, 1)
                 timings["template_build"] = round((time.monotonic() - building) * 1000, 1)
+        content = _key("content", name, str(data["tree_digest"]), str(data["sanitized_sha"]),
+                       str(data["hidden_digest"]))
         return Template(path=final, base_sha=sha, sanitized_sha=data["sanitized_sha"],
-                        hidden_store=hidden, hidden_digest=data["hidden_digest"])
+                        hidden_store=hidden, hidden_digest=data["hidden_digest"],
+                        content_key=content)
 
     def _checked(self, final: Path, hidden: Path, meta: Path) -> dict[str, Any] | None:
         """A stored template's record, checked once per sweep: its files and its
