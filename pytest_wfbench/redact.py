@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 SECRET_ENV_VARS = ("WFBENCH_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 REDACTED = "[REDACTED]"
@@ -74,3 +75,39 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.data(v) for v in value]
         return value
+
+
+def url_credentials(location: str) -> list[str]:
+    """The credentials a repository URL carries (``https://user:token@host/``):
+    its password, or over HTTP(S) a user name alone (a token given as the user)."""
+    try:
+        parts = urlsplit(location)
+        username, password = parts.username, parts.password
+    except ValueError:
+        return []
+    if password:
+        return [f"{username or ''}:{password}", password]
+    if username and parts.scheme in ("http", "https"):
+        return [username]
+    return []
+
+
+def shown_location(location: str) -> str:
+    """A repository location as the harness writes it: a URL's user info
+    (credentials) replaced by ``[REDACTED]``."""
+    try:
+        parts = urlsplit(location)
+    except ValueError:
+        return location
+    if not parts.scheme or "@" not in parts.netloc:
+        return location
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{REDACTED}@{host}"))
+
+
+def scrub_location(text: str, location: str) -> str:
+    """``text`` (a git message, say) with the location's credentials removed."""
+    text = text.replace(location, shown_location(location))
+    for secret in url_credentials(location):
+        text = text.replace(secret, REDACTED)
+    return text

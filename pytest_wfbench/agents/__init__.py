@@ -120,12 +120,12 @@ class PhaseRun:
     home: Path
     timeout_s: float
     settings: AgentSettings
+    proxy: ApiProxy
+    """The harness-side API proxy: the session gets a token for it, never the key."""
     mounts: tuple[Mount, ...] = ()
     plugin_dirs: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     minimal: bool = False
-    proxy: ApiProxy | None = None
-    """The harness-side API proxy: the session gets a token for it, never the key."""
     limits: Limits = field(default_factory=Limits)
     workspace_writable: bool = True
     """False for a review task: the workspace is read-only for the whole session."""

@@ -149,24 +149,21 @@ class ClaudeCodeAdapter:
         argv = self.argv(run, cli_path)
         if run.minimal:
             argv.append("--bare")
-        command, network, log = shlex.join(argv), True, None
-        if run.proxy is not None:
-            token, log = run.proxy.new_session()
-            env["ANTHROPIC_API_KEY"] = token
-            if settings.network == "proxy-only" and run.sandbox.backend == "bubblewrap":
-                # No network at all: a bridge on the sandbox's own loopback relays
-                # to the proxy's unix socket, the only way out.
-                network = False
-                mounts.append(Mount(run.proxy.socket_path, BRIDGE_SOCKET, writable=True))
-                env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{BRIDGE_PORT}"
-                command = (f"python {shlex.quote(str(BRIDGE))} {BRIDGE_SOCKET} {BRIDGE_PORT} "
-                           f"&& exec {command}")
-            else:
-                env["ANTHROPIC_BASE_URL"] = run.proxy.base_url
+        command, network = shlex.join(argv), True
+        # Sessions talk to the harness's API proxy with a token of their own:
+        # the key never enters a sandbox.
+        token, log = run.proxy.new_session()
+        env["ANTHROPIC_API_KEY"] = token
+        if settings.network == "proxy-only" and run.sandbox.backend == "bubblewrap":
+            # No network at all: a bridge on the sandbox's own loopback relays
+            # to the proxy's unix socket, the only way out.
+            network = False
+            mounts.append(Mount(run.proxy.socket_path, BRIDGE_SOCKET, writable=True))
+            env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{BRIDGE_PORT}"
+            command = (f"python {shlex.quote(str(BRIDGE))} {BRIDGE_SOCKET} {BRIDGE_PORT} "
+                       f"&& exec {command}")
         else:
-            env["ANTHROPIC_API_KEY"] = settings.api_key
-            if settings.base_url:
-                env["ANTHROPIC_BASE_URL"] = settings.base_url
+            env["ANTHROPIC_BASE_URL"] = run.proxy.base_url
         env.update(run.env)
         result = run.sandbox.run(
             command, workspace=run.workspace.mount(), home=run.home,

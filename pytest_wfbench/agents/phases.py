@@ -41,7 +41,8 @@ class AgentCell:
     store: ResultsStore
     skills_fingerprint: str | None
     """The installed skills' fingerprint, or None when the arm has no skills."""
-    proxy: ApiProxy | None = None
+    proxy: ApiProxy
+    """The harness-side API proxy: sessions get tokens for it, never the key."""
     progress: Callable[[str], None] | None = None
     """Told ``session/<phase>`` as each phase starts (the sweep's live progress)."""
     limits: Limits = field(default_factory=Limits)

@@ -46,7 +46,7 @@ from pytest_wfbench.lanes import skipped_step, subject_version
 from pytest_wfbench.lanes import unavailable as subject_unavailable
 from pytest_wfbench.lanes.git import TRANSPORTS
 from pytest_wfbench.oracle import ExpectationCache, OracleSnapshot
-from pytest_wfbench.redact import Redactor
+from pytest_wfbench.redact import Redactor, url_credentials
 from pytest_wfbench.row import CellRecord, Row, make_row
 from pytest_wfbench.sandbox import Sandbox, SandboxPolicy, make_sandbox
 from pytest_wfbench.shard.glue import apply_shard
@@ -111,7 +111,11 @@ class Sweep:
                                         field="oracle.files") from error
                 digests[key] = snapshot
                 self.oracles[task.id] = snapshot
-        self.redactor = Redactor.from_environment(options.secret_env)
+        # The credentials of a repository URL are secrets given to the harness too.
+        given = Redactor.from_environment(options.secret_env).secrets
+        self.redactor = Redactor([*given, *(secret for file in self.task_files
+                                            for task in file.tasks
+                                            for secret in url_credentials(task.repo.location))])
         self.store = ResultsStore(identity.out_dir, self.redactor)
         self._sandbox: Sandbox | None = None
         self._templates: TemplateCache | None = None

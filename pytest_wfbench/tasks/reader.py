@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,10 @@ def decode(encoded: Encoded) -> Node:
     return Node(value, line)
 
 
+URL_USER_INFO = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://[^/\s\"'@]+@")
+"""A URL with user info (``https://user:token@host``) anywhere in a file."""
+
+
 def compose(path: Path, cache: ParseCache | None = None) -> Node:
     """The file's tree of nodes: from the parse cache when it holds this file's
     content (see :mod:`pytest_wfbench.tasks.parsecache`), else parsed here (and
@@ -57,7 +62,8 @@ def compose(path: Path, cache: ParseCache | None = None) -> Node:
         except (TypeError, ValueError):
             pass  # an entry of another shape: parse again, and replace it
     encoded = parse(path, data)
-    if cache is not None:
+    if cache is not None and not URL_USER_INFO.search(data):
+        # A file holding a URL's credentials is never copied into the cache dir.
         cache.put(key, encoded)
     return decode(encoded)
 

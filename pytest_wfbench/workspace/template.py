@@ -21,6 +21,7 @@ from filelock import FileLock
 
 from pytest_wfbench import __version__
 from pytest_wfbench.git import GitError, git_text, run_git
+from pytest_wfbench.redact import scrub_location, shown_location, url_credentials
 from pytest_wfbench.sandbox import Sandbox
 from pytest_wfbench.tasks import RepoSpec, Task
 
@@ -124,11 +125,23 @@ class TemplateCache:
             if not (target / "wfbench-complete").exists():
                 shutil.rmtree(target, ignore_errors=True)
                 if repo.is_url:
-                    run_git(["clone", "--quiet", "--mirror", repo.location, str(target)])
+                    self._mirror(repo.location, target)
                 else:
                     snapshot_directory(Path(repo.location), target)
                 (target / "wfbench-complete").write_text("")
         return target
+
+    @staticmethod
+    def _mirror(location: str, target: Path) -> None:
+        """A mirror of the URL whose config, and whose failure's message, hold no
+        credentials of the URL (the mirror is never fetched again)."""
+        try:
+            run_git(["clone", "--quiet", "--mirror", location, str(target)])
+            if url_credentials(location):
+                run_git(["--git-dir", str(target), "remote", "set-url", "origin",
+                         shown_location(location)])
+        except GitError as error:
+            raise GitError(scrub_location(str(error), location)) from None
 
     def resolve(self, task: Task) -> tuple[Path, str]:
         """The source and the task's ref as a full SHA, resolved once per sweep."""
@@ -142,8 +155,8 @@ class TemplateCache:
                 sha = git_text(["--git-dir", str(source), "rev-parse", "--verify",
                                 f"{task.ref}^{{commit}}"])
             except GitError as exc:
-                raise TemplateError(f"cannot resolve ref {task.ref!r} in {task.repo.location}: "
-                                    f"{exc}") from exc
+                raise TemplateError(f"cannot resolve ref {task.ref!r} in "
+                                    f"{shown_location(task.repo.location)}: {exc}") from exc
             record.write_text(json.dumps({"sha": sha}))
         return source, sha
 
@@ -232,8 +245,8 @@ class TemplateCache:
             "sanitized_sha": sanitized, "hidden_digest": tree_digest(hidden),
             "tree_digest": tree_digest(final), "hidden_blobs": sorted(hidden_blobs),
             "bytes": _size(final) + _size(hidden), "checked_by": self.sweep_id}))
-        self._log(f"built {final.name} ({task.repo.location} at {sha[:12]}) for sweep "
-                  f"{self.sweep_id}")
+        self._log(f"built {final.name} ({shown_location(task.repo.location)} at {sha[:12]}) "
+                  f"for sweep {self.sweep_id}")
         if self.store != self.root:
             evict_templates(self.store, keep=final.name)
 
