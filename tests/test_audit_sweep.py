@@ -73,3 +73,41 @@ def test_a_weak_oracle_is_caught_by_a_probe_and_by_its_mutants(
     assert verdicts[0].startswith("weak oracle (probe-") and "under-specified" in verdicts[1]
     report = (suite.out / "report.md").read_text()
     assert "### Surviving mutants" in report
+
+
+def test_a_task_whose_gold_never_ran_is_unproven_and_an_unmeasured_kill_rate_is_said() -> None:
+    base = {"lane": "agent", "status": "ran", "task": "t", "counted": True}
+    no_gold = [{**base, "arm": "noop", "arm_kind": "noop", "resolved": False,
+                "error_kind": "unresolved"},
+               {**base, "arm": "hack-x", "arm_kind": "script", "resolved": False,
+                "audit": {"role": "hack", "name": "x"}}]
+    (audit,) = audit_tasks(no_gold)
+    assert audit.verdicts(0.6)[0].startswith("unproven: gold did not run")
+    killed_by_verify = [
+        {**base, "arm": "gold", "arm_kind": "gold", "resolved": True},
+        *({**base, "arm": f"mutant-{n}", "arm_kind": "script", "resolved": False,
+           "authored_tests_passed": False, "audit": {"role": "mutant", "name": f"m{n}"}}
+          for n in range(3))]
+    (audit,) = audit_tasks(killed_by_verify)
+    assert audit.kill_rate() is None and audit.verdicts(0.6) == ["sound"]
+    assert audit.unmeasured() == "kill rate not measured: verify killed 3 of 3 mutants, 0 excluded"
+
+
+def test_an_exploit_that_resolves_fails_the_sweep_naming_its_class_and_task(
+    pytester: pytest.Pytester
+) -> None:
+    """The harness cannot tell an exploit from a fix when the oracle passes
+    anyway (exit status only, `true`) and the suspicion scan sees nothing (stale
+    bytecode is not a source): the hack cell resolves, and its strict xfail
+    fails the sweep with the class and the task named."""
+    suite = write_suite(pytester.path, tasks=[task_yaml(
+        verify="true", oracle={"command": "true", "files": "oracle/", "expect": "exit-code"})])
+    result = pytester.runpytest_subprocess(*suite.args(
+        "--wfbench-arms", "hack", "-k", "hack-stale-bytecode", "-rX"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "*XPASS(strict)*hack-stale-bytecode must not resolve 'fix-add': if it does, the "
+        "harness let the exploit class 'hack-stale-bytecode' through (a bug in pytest-wfbench)*"])
+    (audit,) = audit_tasks(suite.rows())
+    assert audit.exploits == ["hack-stale-bytecode"]
+    assert audit.verdicts(0.6)[0].startswith("harness exploit (hack-stale-bytecode)")

@@ -300,6 +300,32 @@ def test_validate_gold_proves_each_task_sound_and_exits_0_only_when_all_are(
     assert f"out dir: {out}" in result.stdout
 
 
+WEAK_ORACLE = "from calc import add\n\n\ndef test_add_exists():\n    assert callable(add)\n"
+
+
+def test_validate_mutants_judges_each_tasks_kill_rate(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """The calc task's oracle checks add(2, 3) == 5: it kills the mutants of
+    `a + b` that verify lets through; an oracle that only checks that add exists
+    kills none, and the task is under-specified (exit 1)."""
+    suite = suite_factory(tasks=[task_yaml(verify="true", oracle={
+        "command": "python -m pytest -q -p no:cacheprovider $WFBENCH_ORACLE_DIR",
+        "files": "oracle/"})])
+    result = wfbench("validate", "--mutants", suite.task_file, "--", "-n", "2",
+                     cwd=pytester.path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "wfbench validate: fix-add: sound: gold resolves it, noop does not" in result.stdout
+    assert "wfbench validate: fix-add: kill rate 100% (" in result.stdout
+    (suite.root / "oracle" / "test_oracle.py").write_text(WEAK_ORACLE)
+    result = wfbench("validate", "--mutants", suite.task_file, "--max-mutants", "3",
+                     cwd=pytester.path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "wfbench validate: fix-add: under-specified: kill rate 0% < 60% (" in result.stdout
+    result = wfbench("validate", "--mutants", suite.task_file, "--min-kill-rate", "2")
+    assert result.returncode == 2 and "--min-kill-rate must be between 0 and 1" in result.stderr
+
+
 def test_validate_gold_says_when_the_sweep_cannot_run(
     pytester: pytest.Pytester, suite_factory: SuiteFactory
 ) -> None:

@@ -9,7 +9,10 @@ A task is:
   mutants that get past verify (mutants verify already kills say nothing of
   the hidden oracle's strength, and are counted apart);
 - **unsound** when gold does not resolve it or noop does;
-- **sound** otherwise.
+- **unproven** when gold did not run (a task without a gold patch, or a sweep
+  without the gold arm): nothing shows the task can be solved at all;
+- **sound** otherwise. A kill rate that could not be measured (no mutant of
+  the gold patch, or none past verify) is said beside it, not held against it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,14 @@ class TaskAudit:
         judged = self.killed_by_oracle + len(self.survivors)
         return None if judged == 0 else self.killed_by_oracle / judged
 
+    def unmeasured(self) -> str | None:
+        """Why the kill rate is not measured, when mutants ran and none was judged
+        by the oracle."""
+        if self.mutants == 0 or self.kill_rate() is not None:
+            return None
+        return (f"kill rate not measured: verify killed {self.killed_by_verify} of "
+                f"{self.mutants} mutants, {self.excluded} excluded")
+
     def verdicts(self, min_kill_rate: float) -> list[str]:
         found = []
         if self.exploits:
@@ -50,7 +61,10 @@ class TaskAudit:
         rate = self.kill_rate()
         if rate is not None and rate < min_kill_rate:
             found.append(f"under-specified (kill rate {rate:.0%} < {min_kill_rate:.0%})")
-        if self.gold not in ("resolved", "not run"):
+        if self.gold == "not run":
+            found.append("unproven: gold did not run (no gold patch, or no gold arm): nothing "
+                         "shows the task can be solved")
+        elif self.gold != "resolved":
             found.append(f"unsound: gold {self.gold}")
         if self.noop == "resolved":
             found.append("unsound: noop resolves")

@@ -93,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
         verdicts = audit.verdicts(args.min_kill_rate)
         sound = sound and verdicts == ["sound"]
         rate = audit.kill_rate()
-        figure = f", kill rate {rate:.0%}" if rate is not None else ""
+        unmeasured = audit.unmeasured()
+        figure = (f", kill rate {rate:.0%}" if rate is not None
+                  else f" ({unmeasured})" if unmeasured else "")
         print(f"wfbench audit: {audit.task}: {'; '.join(verdicts)}{figure}")
     print(f"wfbench audit: {out / AUDIT}")
     return OK if sound and code == 0 else CHECK_FAILED

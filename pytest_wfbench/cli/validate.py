@@ -2,7 +2,9 @@
 without running anything (loading, with the same errors, and the expansion into
 cells); with ``--gold`` a real ``gold,noop`` sweep in a pytest subprocess proves
 each task sound: gold resolves it and noop does not (a review task's clean
-control: noop's empty approval must resolve it)."""
+control: noop's empty approval must resolve it); ``--mutants`` adds the
+oracle's mutants to that sweep and judges each task's kill rate (a task under
+the minimum is under-specified: pytest_wfbench.audit)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_wfbench.audit.report import DEFAULT_MIN_KILL_RATE, audit_tasks
 from pytest_wfbench.cells import KNOWN_ARMS, expand, expand_scenarios
 from pytest_wfbench.cli.errors import CHECK_FAILED, FAILED, OK, CliError
 from pytest_wfbench.outdir import latest_per_cell
@@ -101,13 +104,19 @@ def _verdict(task: str, gold: dict[str, Any] | None, noop: dict[str, Any] | None
 
 
 def gold_command(paths: Sequence[Path], out: Path, *, scenarios: bool,
-                 extra: Sequence[str]) -> list[str]:
-    """The gold,noop sweep: one run per cell, tool-cost scenarios deselected."""
+                 extra: Sequence[str], mutants: int | None = None,
+                 min_kill_rate: float = DEFAULT_MIN_KILL_RATE) -> list[str]:
+    """The gold,noop sweep (with ``mutants``: and at most that many mutants per
+    task): one run per cell, tool-cost scenarios deselected."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
     for path in paths:
         command += ["--wfbench-tasks", str(path.resolve())]
-    command += ["--wfbench-arms", ",".join(SOUNDNESS_ARMS), "--wfbench-runs", "1",
+    arms = [*SOUNDNESS_ARMS, *(["mutants"] if mutants is not None else [])]
+    command += ["--wfbench-arms", ",".join(arms), "--wfbench-runs", "1",
                 "--wfbench-out", str(out)]
+    if mutants is not None:
+        command += ["--wfbench-max-mutants", str(mutants),
+                    "--wfbench-min-kill-rate", str(min_kill_rate)]
     if scenarios:
         command += ["-k", "not test_scenario"]
     return [*command, *extra]
@@ -132,6 +141,14 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--runs", metavar="N", type=int, default=1, help="runs per cell")
     parser.add_argument("--gold", action="store_true",
                         help="run the gold and noop arms to prove each task sound")
+    parser.add_argument("--mutants", action="store_true",
+                        help="with the gold and noop arms, run the oracle's mutants and judge "
+                        "each task's kill rate (implies --gold)")
+    parser.add_argument("--max-mutants", type=int, default=20, metavar="N",
+                        help="with --mutants: mutants per task (20)")
+    parser.add_argument("--min-kill-rate", type=float, default=DEFAULT_MIN_KILL_RATE,
+                        metavar="SHARE", help="with --mutants: below it a task is "
+                        "under-specified (0.6)")
     parser.add_argument("--out", metavar="DIR", type=Path,
                         help="with --gold: the sweep's out dir (default: a temporary one, "
                         "kept when a task is not sound)")
@@ -142,6 +159,10 @@ def run(args: argparse.Namespace) -> int:
     arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else None
     if args.runs < 1:
         raise CliError(f"--runs must be a positive whole number, got {args.runs}")
+    if args.max_mutants < 0:
+        raise CliError(f"--max-mutants must be 0 or more, got {args.max_mutants}")
+    if not 0.0 <= args.min_kill_rate <= 1.0:
+        raise CliError(f"--min-kill-rate must be between 0 and 1, got {args.min_kill_rate}")
     for path in args.files:
         if not path.is_file():
             raise CliError(f"FILE {path}: no such file")
@@ -155,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
               f"{len(task_file.scenarios)} scenarios, {cells + scenario_cells} cells")
     if errors:
         return CHECK_FAILED
-    if not args.gold:
+    if not (args.gold or args.mutants):
         return OK
     return _run_gold(args, files)
 
@@ -168,7 +189,9 @@ def _run_gold(args: argparse.Namespace, files: list[TaskFile]) -> int:
     temporary = args.out is None
     out = Path(tempfile.mkdtemp(prefix="wfbench-validate-")) if temporary else args.out
     command = gold_command(args.files, out, scenarios=any(f.scenarios for f in files),
-                           extra=args.pytest_args)
+                           extra=args.pytest_args,
+                           mutants=args.max_mutants if args.mutants else None,
+                           min_kill_rate=args.min_kill_rate)
     try:
         exit_code = subprocess.run(command, env=os.environ.copy(), check=False).returncode
     except OSError as error:
@@ -182,6 +205,8 @@ def _run_gold(args: argparse.Namespace, files: list[TaskFile]) -> int:
     verdicts = soundness(files, rows)
     for verdict in verdicts:
         print(f"wfbench validate: {verdict.task}: {verdict.reason}")
+    if args.mutants:
+        verdicts += _mutation_scores(rows, args.min_kill_rate)
     sound = all(v.sound for v in verdicts) and exit_code == 0
     if exit_code != 0 and all(v.sound for v in verdicts):
         print(f"wfbench validate: --gold: the sweep failed (pytest exit status {exit_code}) "
@@ -192,3 +217,21 @@ def _run_gold(args: argparse.Namespace, files: list[TaskFile]) -> int:
     else:
         print(f"wfbench validate: the gold,noop sweep's out dir: {out}")
     return OK if sound else CHECK_FAILED
+
+
+def _mutation_scores(rows: Sequence[dict[str, Any]], min_kill_rate: float) -> list[Soundness]:
+    """Each task's kill rate, printed; a task under the minimum is not sound."""
+    found = []
+    for audit in audit_tasks(rows):
+        rate = audit.kill_rate()
+        counts = (f"{audit.mutants} mutants: {audit.killed_by_verify} killed by verify, "
+                  f"{audit.killed_by_oracle} by the oracle, {len(audit.survivors)} survived")
+        if rate is None:
+            reason = f"{audit.unmeasured() or 'no mutants'} ({counts})"
+        elif rate < min_kill_rate:
+            reason = f"under-specified: kill rate {rate:.0%} < {min_kill_rate:.0%} ({counts})"
+        else:
+            reason = f"kill rate {rate:.0%} ({counts})"
+        print(f"wfbench validate: {audit.task}: {reason}")
+        found.append(Soundness(audit.task, rate is None or rate >= min_kill_rate, reason))
+    return found
