@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import secrets
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -209,6 +214,53 @@ def test_a_stalled_session_is_killed_at_its_timeout_and_the_sweep_goes_on(
     assert stalled["error_kind"] == "session-timeout" and stalled["counted"] is True
     assert "timed out after 6s" in stalled["error_detail"]
     assert suite.row("works-baseline-r1")["resolved"] is True
+
+
+def _marked(marker: str) -> list[int]:
+    """Processes (seen from the host's /proc) whose environment holds the marker."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if f"WFBENCH_TEST_MARK={marker}".encode() in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_signal_during_an_agent_session_kills_its_cli_and_keeps_the_row(
+    pytester: pytest.Pytester, claude_cli: Path, api_key: str
+) -> None:
+    """SIGTERM while the real CLI waits on the model: the CLI, its bridge and
+    every process of the session are gone, the cell's row says cancelled, the
+    report says the evidence is partial."""
+    marker = secrets.token_hex(8)
+    suite = agent_suite(pytester.path, ["baseline"], tasks=[task_yaml(
+        "stalls", timeout=300, sandbox={"env": {"WFBENCH_TEST_MARK": marker}})])
+    with FakeAnthropic([stall()]) as api:
+        command = [sys.executable, "-m", "pytest", *suite.args(
+            "--wfbench-model", MODEL, "--wfbench-base-url", api.base_url,
+            "--wfbench-claude", str(claude_cli))]
+        process = subprocess.Popen(command, cwd=pytester.path, start_new_session=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 180
+            while not (api.main_requests and _marked(marker)):
+                assert time.monotonic() < deadline, "the session never asked the model"
+                assert process.poll() is None, process.communicate()[0].decode()
+                time.sleep(0.1)
+            os.kill(process.pid, signal.SIGTERM)
+            output = process.communicate(timeout=180)[0].decode(errors="replace")
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert _marked(marker) == [], "a process of the session outlived the sweep"
+    row = suite.row("stalls-baseline-r1")
+    assert row["error_kind"] == "cancelled" and row["counted"] is False, row
+    assert "cancelled: partial evidence" in (suite.out / "report.md").read_text()
 
 
 def test_a_cli_error_result_is_a_session_error_with_its_reason(
