@@ -90,3 +90,15 @@ def test_old_trees_are_evicted_least_recently_used_first(
         os.utime(trees[-1] / bytecode.COMPLETE, (1000 + index, 1000 + index))
     kept = sorted(p.name for p in (tmp_path / "cache" / "bytecode").iterdir() if p.is_dir())
     assert kept == [f"key{i}" for i in range(2, bytecode.KEEP + 2)]
+
+
+def test_the_tree_key_is_of_the_installed_content_not_only_the_versions(tmp_path: Path) -> None:
+    site = tmp_path / "site-packages"
+    info = site / "foo-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: foo\nVersion: 1.0\n")
+    (info / "RECORD").write_text("foo/__init__.py,sha256=AAAA,10\n")
+    before = bytecode.tree_key([site])
+    assert bytecode.tree_key([site]) == before
+    (info / "RECORD").write_text("foo/__init__.py,sha256=BBBB,10\n")  # reinstalled, same version
+    assert bytecode.tree_key([site]) != before

@@ -5,8 +5,8 @@ more, every judge run would compile pytest and everything it imports from
 source (about three times the time of a small test run). So the harness
 compiles the interpreter's standard library and every installed package once,
 itself, into a bytecode tree laid out as ``PYTHONPYCACHEPREFIX`` expects,
-keyed by the interpreter and the installed distributions, and reused by every
-sweep on the machine. Judges see it read-only as their prefix: Python still
+keyed by the interpreter and the content of the installed distributions, and
+reused by every sweep on the machine. Judges see it read-only as their prefix: Python still
 checks each cached file against its source's size and modification time, so
 a changed source is compiled afresh, never served stale bytecode; the
 workspace's sources have no entry and are compiled in memory.
@@ -31,6 +31,8 @@ EXCLUDE = r"/(test|tests|idlelib|tkinter|turtledemo|lib2to3|ensurepip)/"
 COMPLETE = "wfbench-complete"
 KEEP = 3
 """How many bytecode trees (interpreters or package sets) a cache dir keeps."""
+SITE = Path(__file__).parent / "site"
+"""The judges' start-up files."""
 
 
 def source_roots() -> list[Path]:
@@ -41,14 +43,18 @@ def source_roots() -> list[Path]:
     paths = sysconfig.get_paths()
     roots = {Path(paths[key]).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     found = sorted(root for root in roots if root.is_dir())
-    site = (Path(__file__).resolve().parent / "site")
+    site = SITE.resolve()
     if not any(site.is_relative_to(root) for root in found):
         found.append(site)
     return found
 
 
 def tree_key(roots: list[Path]) -> str:
-    """The interpreter and its installed distributions, digested."""
+    """The interpreter and the content of what is compiled, digested: each
+    distribution installed in the roots by its ``RECORD`` (which holds every
+    installed file's sha256, so a reinstalled package of the same version with
+    other files has another key), and the files of a root that is no
+    distribution's (the judges' start-up files of an editable install)."""
     digest = hashlib.sha256()
     digest.update(f"{sys.version}\0{os.path.realpath(sys.executable)}\0".encode())
     for root in roots:
@@ -56,10 +62,17 @@ def tree_key(roots: list[Path]) -> str:
     # The distributions installed in the roots (the ones compiled), each once:
     # not those found through the current directory or PYTHONPATH, which made
     # the key, and a 30 s build, depend on where pytest was started.
-    installed = sorted({f"{dist.metadata['Name']}=={dist.version}"
-                        for dist in importlib.metadata.distributions(
-                            path=[str(root) for root in roots])})
-    digest.update("\0".join(installed).encode())
+    installed = {}
+    for dist in importlib.metadata.distributions(path=[str(root) for root in roots]):
+        record = dist.read_text("RECORD") or ""
+        installed[f"{dist.metadata['Name']}=={dist.version}"] = hashlib.sha256(
+            record.encode()).hexdigest()
+    for name in sorted(installed):
+        digest.update(f"{name}\0{installed[name]}\0".encode())
+    site = SITE.resolve()
+    if site in roots:
+        for path in sorted(site.glob("*.py")):
+            digest.update(f"{path.name}\0".encode() + path.read_bytes())
     return digest.hexdigest()[:24]
 
 
