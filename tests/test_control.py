@@ -127,10 +127,15 @@ def test_the_outage_breaker_stops_starting_cells(
     assert "**aborted: partial evidence" in (suite.out / "report.md").read_text()
 
 
-def test_live_progress_shows_the_running_cell_and_its_stage(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_live_progress_shows_the_running_cell_and_its_stage(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    """Serially and under -n; not a terminal, so one line per change (a cell's
+    stage), however long the stage lasts."""
     suite = write_suite(pytester.path, tasks=[task_yaml("slow")], arms=["dawdler"],
                         arm_definitions={"dawdler": script_arm("sleep 7")})
-    process = subprocess.Popen([sys.executable, "-m", "pytest", *suite.args()],
+    process = subprocess.Popen([sys.executable, "-m", "pytest", *suite.args(*workers)],
                                cwd=pytester.path, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
     status = suite.out / "status.json"
@@ -147,8 +152,12 @@ def test_live_progress_shows_the_running_cell_and_its_stage(pytester: pytest.Pyt
             break
         time.sleep(0.2)
     output = process.communicate(timeout=120)[0].decode()
-    assert seen.get("cell") == "slow-dawdler-r1" and seen.get("worker") == "main", output
-    assert "wfbench running: slow-dawdler-r1 [main] session" in output
+    worker = str(seen.get("worker"))
+    assert seen.get("cell") == "slow-dawdler-r1", output
+    assert worker == "main" if not workers else worker in ("gw0", "gw1"), output
+    session_lines = [line for line in output.splitlines()
+                     if line.startswith(f"wfbench running: slow-dawdler-r1 [{worker}] session")]
+    assert len(session_lines) == 1, output
     final = json.loads(status.read_text())
     assert final["running"] == [] and final["finished"] == 1
 
