@@ -219,3 +219,29 @@ def test_comparator_rows_are_reused_with_a_canary_until_their_identity_or_age_sa
     rows = {row["cell_id"]: row for row in results(suite.out)}
     assert not any(row["reused"] for row in rows.values())
     assert "not reused: older than 0 days" in (suite.out / "report.md").read_text()
+
+
+def test_a_fresh_arm_runs_again_while_the_other_arms_are_reused(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    suite = skills_suite(suite_factory)
+    args = ("--wfbench-runs", "2")
+    pytester.runpytest_subprocess(*suite.args(*args)).assert_outcomes(passed=8)
+    earlier = suite.out
+    first = {row["cell_id"]: row for row in results(earlier)}
+    # Nothing changed: without --wfbench-fresh-arms both arms would be reused.
+    suite.out = suite.root / "out-2"
+    result = pytester.runpytest_subprocess(*suite.args(*args, "--wfbench-reuse", str(earlier),
+                                                       "--wfbench-fresh-arms", "alpha"))
+    result.assert_outcomes(passed=8)
+    rows = {row["cell_id"]: row for row in results(suite.out)}
+    alpha = {f"{task}-alpha-r{run}" for task in ("fix-add", "fix-add-2") for run in (1, 2)}
+    for cell in alpha:
+        assert not rows[cell]["reused"] and rows[cell]["reused_from"] is None
+        assert rows[cell]["recorded_at"] > first[cell]["recorded_at"]
+        assert rows[cell]["identity"] == first[cell]["identity"]  # reusable but for the flag
+    reused = {cell for cell, row in rows.items() if row["reused"]}
+    assert reused == {"fix-add-beta-r2", "fix-add-2-beta-r1", "fix-add-2-beta-r2"}
+    report = (suite.out / "report.md").read_text()
+    assert "canary of `beta` (paid for again): `fix-add-beta-r1`" in report
+    assert "canary of `alpha`" not in report
