@@ -245,3 +245,4 @@ def test_a_fresh_arm_runs_again_while_the_other_arms_are_reused(
     report = (suite.out / "report.md").read_text()
     assert "canary of `beta` (paid for again): `fix-add-beta-r1`" in report
     assert "canary of `alpha`" not in report
+    assert "| fix-add-alpha-r1 | not reused: a fresh arm (--wfbench-fresh-arms) |" in report
