@@ -204,7 +204,8 @@ def test_comparator_rows_are_reused_with_a_canary_until_their_identity_or_age_sa
     report = (suite.out / "report.md").read_text()
     assert "| fix-add-alpha-r1 | not reused: identity changed: arm |" in report
     assert "canary of `beta` (paid for again): `fix-add-beta-r1`" in report
-    # A changed oracle file: nothing of that task is reused; an expired row: nothing.
+    # A changed oracle file (both tasks share it): nothing is reused; an expired row:
+    # nothing either.
     (suite.root / "oracle" / "test_oracle.py").write_text(
         (suite.root / "oracle" / "test_oracle.py").read_text() + "\n# changed\n")
     suite.out = suite.root / "out-3"
@@ -219,6 +220,40 @@ def test_comparator_rows_are_reused_with_a_canary_until_their_identity_or_age_sa
     rows = {row["cell_id"]: row for row in results(suite.out)}
     assert not any(row["reused"] for row in rows.values())
     assert "not reused: older than 0 days" in (suite.out / "report.md").read_text()
+
+
+def test_a_changed_oracle_file_invalidates_reuse_for_its_task_only(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    suite = skills_suite(suite_factory)
+    # fix-add-2 has an oracle folder of its own.
+    (suite.root / "oracle2").mkdir()
+    (suite.root / "oracle2" / "test_oracle.py").write_text(
+        (suite.root / "oracle" / "test_oracle.py").read_text())
+    document = json.loads(suite.task_file.read_text())
+    document["tasks"][1]["oracle"]["files"] = "oracle2/"
+    suite.task_file.write_text(json.dumps(document))
+    args = ("--wfbench-runs", "2")
+    pytester.runpytest_subprocess(*suite.args(*args)).assert_outcomes(passed=8)
+    earlier = suite.out
+    first = {row["cell_id"]: row for row in results(earlier)}
+    (suite.root / "oracle2" / "test_oracle.py").write_text(
+        (suite.root / "oracle2" / "test_oracle.py").read_text() + "\n# changed\n")
+    suite.out = suite.root / "out-2"
+    result = pytester.runpytest_subprocess(*suite.args(*args, "--wfbench-reuse", str(earlier)))
+    result.assert_outcomes(passed=8)
+    rows = {row["cell_id"]: row for row in results(suite.out)}
+    assert {cell for cell, row in rows.items() if row["reused"]} == \
+        {"fix-add-alpha-r2", "fix-add-beta-r2"}  # r1 of each arm is its canary
+    changed = {f"fix-add-2-{arm}-r{run}" for arm in ("alpha", "beta") for run in (1, 2)}
+    report = (suite.out / "report.md").read_text()
+    for cell in changed:
+        assert rows[cell]["recorded_at"] > first[cell]["recorded_at"]
+        assert rows[cell]["identity"]["oracle"] != first[cell]["identity"]["oracle"]
+        assert f"| {cell} | not reused: identity changed: oracle |" in report
+    for cell in ("fix-add-alpha-r2", "fix-add-beta-r2"):
+        assert rows[cell]["identity"] == first[cell]["identity"]
+        assert rows[cell]["recorded_at"] == first[cell]["recorded_at"]
 
 
 def test_a_fresh_arm_runs_again_while_the_other_arms_are_reused(
