@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
+from pytest_wfbench.control.plan import KEPT, plan_resume
 from tests.conftest import Suite, junit_cases, script_arm, task_yaml
+from tests.rows import row
 
 SuiteFactory = Callable[..., Suite]
 FIX = "sed -i 's/a - b/a + b/' calc.py"
@@ -281,3 +283,33 @@ def test_a_fresh_arm_runs_again_while_the_other_arms_are_reused(
     assert "canary of `beta` (paid for again): `fix-add-beta-r1`" in report
     assert "canary of `alpha`" not in report
     assert "| fix-add-alpha-r1 | not reused: a fresh arm (--wfbench-fresh-arms) |" in report
+
+
+def test_resume_keeps_admissible_rows_and_runs_every_errored_cancelled_or_unrun_cell() -> None:
+    same = {"task": "t-digest"}
+    rows = [row("t", "won", resolved=True, identity=same),
+            row("t", "lost", kind="oracle-failed", identity=same),  # counted: never re-rolled
+            row("t", "infra", kind="infra-error", identity=same),
+            row("t", "service", kind="session-error", identity=same),
+            row("t", "broken", kind="harness-error", identity=same),  # excluded: before the session
+            row("t", "stopped", kind="cancelled", identity=same),
+            row("t", "unrun", status="skipped", skip_reason="not run: the sweep was cancelled "
+                "(SIGTERM)", identity=same),
+            row("t", "retried", kind="infra-error", identity=same),
+            row("t", "retried", resolved=True, identity=same),  # the last row of a cell wins
+            row("t", "regressed", resolved=True, identity=same),
+            row("t", "regressed", kind="cleanup-failure", identity=same)]
+    cells = ["won", "lost", "infra", "service", "broken", "stopped", "unrun", "retried",
+             "regressed", "new"]
+    plan = plan_resume(rows, {f"t-{arm}-r1": same for arm in cells})
+    assert {cell: planned.mode for cell, planned in plan.planned.items()} == {
+        "t-won-r1": KEPT, "t-lost-r1": KEPT, "t-retried-r1": KEPT}
+    assert plan.planned["t-retried-r1"].row["resolved"] is True
+    assert plan.reasons == {
+        "t-infra-r1": "not admissible (infra-error)",
+        "t-service-r1": "not admissible (session-error)",
+        "t-broken-r1": "not admissible (harness-error)",
+        "t-stopped-r1": "not admissible (cancelled)",
+        "t-unrun-r1": "skipped before (not run: the sweep was cancelled (SIGTERM))",
+        "t-regressed-r1": "not admissible (cleanup-failure)",
+    }  # t-new-r1 had no row: it runs, with nothing to explain
