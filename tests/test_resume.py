@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import pytest
 from pytest_wfbench.control.plan import KEPT, plan_resume
 from tests.conftest import Suite, junit_cases, script_arm, task_yaml
 from tests.rows import row
+from tests.test_signals import interrupt, sleeping
 
 SuiteFactory = Callable[..., Suite]
 FIX = "sed -i 's/a - b/a + b/' calc.py"
@@ -313,3 +315,45 @@ def test_resume_keeps_admissible_rows_and_runs_every_errored_cancelled_or_unrun_
         "t-unrun-r1": "skipped before (not run: the sweep was cancelled (SIGTERM))",
         "t-regressed-r1": "not admissible (cleanup-failure)",
     }  # t-new-r1 had no row: it runs, with nothing to explain
+
+
+def test_a_resumed_sweep_runs_again_its_errored_cancelled_and_unrun_cells(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """Real rows of each kind: a setup that fails (infra-error, excluded), a cell
+    cancelled mid-session by SIGTERM, cells skipped because the sweep was
+    cancelled; the resolved cell before them keeps its row."""
+    marker = f"5.{secrets.randbelow(10**6):06d}"  # seconds no other process sleeps
+    slow = {"sandbox": {"env": {"WFBENCH_TEST_SLEEP": marker}}}
+    suite = suite_factory(
+        tasks=[task_yaml("quick-1"), task_yaml("broken", setup="exit 1"),
+               task_yaml("slow", **slow), task_yaml("quick-2")],
+        arms=["sleeper"],
+        arm_definitions={"sleeper": script_arm('sleep "${WFBENCH_TEST_SLEEP:-0.1}"', FIX)})
+    code = interrupt(suite, pytester.path, [], group=False, signum=signal.SIGTERM, twice=False,
+                     running=1, marker=marker)
+    assert code == pytest.ExitCode.INTERRUPTED and sleeping(marker) == []
+    first = {row["cell_id"]: row for row in results(suite.out)}
+    assert {cell: row["error_kind"] or row["status"] for cell, row in first.items()} == {
+        "quick-1-sleeper-r1": "ran", "broken-sleeper-r1": "infra-error",
+        "slow-sleeper-r1": "cancelled", "quick-2-sleeper-r1": "skipped"}
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-resume"))
+    result.assert_outcomes(passed=3, errors=1)  # broken's setup fails again
+    rows = {row["cell_id"]: row for row in results(suite.out)}
+    assert rows["quick-1-sleeper-r1"] == first["quick-1-sleeper-r1"]
+    rerun = {"broken-sleeper-r1", "slow-sleeper-r1", "quick-2-sleeper-r1"}
+    for cell in rerun:
+        assert rows[cell]["recorded_at"] > first[cell]["recorded_at"]
+    assert rows["slow-sleeper-r1"]["resolved"] and rows["quick-2-sleeper-r1"]["resolved"]
+    assert rows["broken-sleeper-r1"]["error_kind"] == "infra-error"
+    superseded = [json.loads(line) for line in
+                  (suite.out / "superseded.jsonl").read_text().splitlines()]
+    assert sorted(row["cell_id"] for row in superseded) == sorted(rerun)
+    report = (suite.out / "report.md").read_text()
+    assert "| broken-sleeper-r1 | not admissible (infra-error) |" in report
+    assert "| slow-sleeper-r1 | not admissible (cancelled) |" in report
+    assert "| quick-2-sleeper-r1 | skipped before (not run: the sweep was cancelled " \
+        "(SIGTERM)) |" in report
+    sessions = json.loads((suite.out / "sweep.json").read_text())["sessions"]
+    assert [s["state"] for s in sessions] == ["cancelled", "complete"]
+    assert sessions[1]["plan"]["kept"] == 1
