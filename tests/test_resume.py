@@ -357,3 +357,29 @@ def test_a_resumed_sweep_runs_again_its_errored_cancelled_and_unrun_cells(
     sessions = json.loads((suite.out / "sweep.json").read_text())["sessions"]
     assert [s["state"] for s in sessions] == ["cancelled", "complete"]
     assert sessions[1]["plan"]["kept"] == 1
+
+
+def test_a_candidate_arm_is_never_reused(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    suite = skills_suite(suite_factory)
+    document = json.loads(suite.task_file.read_text())
+    document["arms"] = ["alpha"]
+    suite.task_file.write_text(json.dumps(document))
+    overlay = suite.root / "cheaper" / "fix"
+    overlay.mkdir(parents=True)
+    (overlay / "run.sh").write_text(f"#!/bin/sh\n{FIX}\n")
+    (overlay / "run.sh").chmod(0o755)
+    args = ("--wfbench-runs", "2", "--wfbench-candidate-overlay", str(overlay.parent))
+    pytester.runpytest_subprocess(*suite.args(*args)).assert_outcomes(passed=8)
+    earlier = suite.out
+    suite.out = suite.root / "out-2"
+    result = pytester.runpytest_subprocess(*suite.args(*args, "--wfbench-reuse", str(earlier)))
+    result.assert_outcomes(passed=8)
+    rows = {row["cell_id"]: row for row in results(suite.out)}
+    assert {cell for cell, row in rows.items() if row["reused"]} == \
+        {"fix-add-alpha-r2", "fix-add-2-alpha-r1", "fix-add-2-alpha-r2"}
+    report = (suite.out / "report.md").read_text()
+    for task in ("fix-add", "fix-add-2"):
+        for run in (1, 2):
+            assert f"| {task}-candidate_alpha-r{run} | not reused: a candidate arm |" in report
