@@ -15,8 +15,11 @@ import pytest
 
 from pytest_wfbench.control.breaker import OutageBreaker
 from pytest_wfbench.control.budget import Ledger, Price, load_prices, price_of, row_cost
+from pytest_wfbench.control.plan import REUSED, Planned
+from pytest_wfbench.control.replay import reused_row, row_from_json
 from tests.conftest import script_arm, task_yaml, write_suite
 from tests.fakeapi import Usage, http_error, turn
+from tests.rows import row as stored_row
 from tests.test_agent import FIX, agent_suite, api_key, cost, sweep
 
 __all__ = ["api_key", "sweep"]  # fixtures borrowed from test_agent
@@ -38,6 +41,47 @@ def test_the_breaker_trips_on_a_run_of_systemic_failures_only() -> None:
     assert not review.observe("b", "review-evidence-invalid")
     assert not review.observe("c", "session-error") and review.streak == ["c"]
     assert not OutageBreaker(0).observe("x", "session-error")
+
+
+def test_a_reused_success_resets_the_outage_streak_like_a_fresh_one() -> None:
+    """The controller feeds the breaker a row's junit properties; a reused row
+    carries its own outcome there, as a fresh one does."""
+    success = stored_row("t", "gold", resolved=True, sweep_id="earlier", suspicious=[])
+    reused = reused_row(Planned(REUSED, success), sweep_id="now", worker="main",
+                        source_dir=Path("/nonexistent"), out_dir=Path("/nonexistent"))
+    properties = dict(row_from_json(reused).properties())
+    assert reused["reused"] and properties["wfbench.status"] == "ran"
+    breaker = OutageBreaker(2)
+    assert not breaker.observe("a", "infra-error")
+    assert not breaker.observe(str(properties["wfbench.cell_id"]),
+                               str(properties["wfbench.error_kind"]) or None)
+    assert breaker.streak == []
+    assert not breaker.observe("b", "infra-error")  # one in a row, not two
+    assert breaker.observe("c", "session-error")
+
+
+def test_reused_successes_between_systemic_failures_keep_the_breaker_from_tripping(
+    pytester: pytest.Pytester
+) -> None:
+    """gold on tasks whose setup fails every other one (infra-error, systemic):
+    reused, the successes between the failures reset the streak as fresh ones do."""
+    tasks = [task_yaml("good-1"), task_yaml("broken-1", setup="exit 1"), task_yaml("good-2"),
+             task_yaml("broken-2", setup="exit 1"), task_yaml("good-3")]
+    suite = write_suite(pytester.path, tasks=tasks, arms=["gold"])
+    streak = ("--wfbench-outage-streak", "2")
+    pytester.runpytest_subprocess(*suite.args(*streak)).assert_outcomes(passed=3, errors=2)
+    earlier = suite.out
+    suite.out = pytester.path / "out-2"
+    result = pytester.runpytest_subprocess(*suite.args(*streak, "--wfbench-reuse", str(earlier)))
+    result.assert_outcomes(passed=3, errors=2)
+    rows = {row["cell_id"]: row for row in suite.rows()}
+    # good-1 is the canary; broken-1, good-2 (reused), broken-2: no two systemic in a row.
+    assert [cell for cell, row in rows.items() if row["reused"]] == ["good-2-gold-r1",
+                                                                     "good-3-gold-r1"]
+    assert rows["broken-2-gold-r1"]["error_kind"] == "infra-error"
+    session = json.loads((suite.out / "sweep.json").read_text())["sessions"][-1]
+    assert session["state"] == "complete", session
+    assert "aborted" not in (suite.out / "report.md").read_text()
 
 
 def test_prices_match_the_longest_model_prefix_and_extend(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import ConsoleMessage, Page, sync_playwright
+from playwright.sync_api import ConsoleMessage, Locator, Page, sync_playwright
 
 from tests.conftest import Suite, script_arm, task_yaml, write_suite
 from tests.fakeapi import FakeAnthropic, Usage, tool_use, turn
@@ -100,6 +100,24 @@ def demo_like_suite(base: Path) -> Suite:
                               "subjects": ["git", "hg"]}]})
 
 
+def drawn_charts(page: Page, section: str) -> dict[str, Locator]:
+    """The charts of a section by their captions, in page order; each drew (an
+    SVG of some size with marks in it) and carries its title for screen readers."""
+    charts: dict[str, Locator] = {}
+    figures = page.locator(f"{section} figure.chart-box")
+    for i in range(figures.count()):
+        figure = figures.nth(i)
+        caption = figure.locator("figcaption").inner_text()
+        svg = figure.locator("svg.chart")
+        assert svg.count() == 1, f"{caption}: no chart drawn"
+        box = svg.bounding_box()
+        assert box is not None and box["width"] > 100 and box["height"] > 50, caption
+        assert svg.locator("circle, rect").count() > 0, f"{caption}: an empty chart"
+        assert svg.locator("title").first.text_content(), caption
+        charts[caption] = svg
+    return charts
+
+
 def assert_loads_cleanly(browser: Browser, report: Path) -> None:
     assert browser.console == []
     assert browser.requests == [report.as_uri()], "the page asked for something off the file"
@@ -118,17 +136,26 @@ def test_the_report_of_a_sweep_renders_filters_and_keeps_arm_text_inert(
     page = browser.open(report)
     assert_loads_cleanly(browser, report)
 
-    # The charts draw: resolve rate against spend, session time per arm, lane steps.
-    charts = page.locator("svg.chart")
-    assert charts.count() >= 3
-    for i in range(charts.count()):
-        box = charts.nth(i).bounding_box()
-        assert box is not None and box["width"] > 100 and box["height"] > 50
-    arms = page.locator("#plots svg.chart").first
-    assert arms.locator("circle").count() == 4  # one point per arm
-    lanes = page.locator("#lanes svg.chart")
-    assert lanes.count() == 1 and lanes.first.locator("rect").count() > 10
-    legend = lanes.first.text_content() or ""
+    # Each chart the page is meant to have draws, under its title: resolve rate against
+    # spend (scripted arms spend estimated tokens), the distributions per arm, the
+    # lane's steps. Cost and model tokens are n/a and 0 for scripted arms: each says so.
+    plots = drawn_charts(page, "#plots")
+    assert list(plots) == ["Resolve rate (95% Wilson interval) against median est. tokens, "
+                           "per arm", "Est. tokens (scripted arms) per counted run",
+                           "Session time (s) per counted run"]
+    assert plots["Resolve rate (95% Wilson interval) against median est. tokens, per arm"] \
+        .locator("circle").count() == 4  # one point per arm
+    for name in ("Est. tokens (scripted arms)", "Session time (s)"):
+        dots = plots[f"{name} per counted run"].locator("circle")
+        assert dots.count() == 16, name  # a dot per counted run (the lane's are not here)
+    notes = page.inner_text("#plots")
+    assert "Cost (USD) per counted run: nothing to draw: no counted run measured it" in notes
+    assert "Tokens per counted run: nothing to draw: every counted run's is 0" in notes
+    lanes = drawn_charts(page, "#lanes")
+    assert list(lanes) == ["task_loop on local_file: median ms per step"]
+    lane = lanes["task_loop on local_file: median ms per step"]
+    assert lane.locator("rect").count() > 10
+    legend = lane.text_content() or ""
     assert "git" in legend and "hg" in legend
 
     # Every row is a cell and a square of a grid.
@@ -206,8 +233,16 @@ def test_an_agent_cell_shows_its_transcript_as_turns(
     result_block.locator("summary").click()
     assert HOSTILE_TEXT in result_block.inner_text()
     assert "Fixed add()." in assistant.nth(1).inner_text()
-    # cost against resolve rate, with the CLI's cost on x
-    assert "against median cost (USD)" in page.inner_text("#plots")
+    # Cost against resolve rate, with the CLI's cost on x; the distributions of cost
+    # (the CLI's only: gold's is n/a) and of tokens (gold's are 0) per arm.
+    plots = drawn_charts(page, "#plots")
+    assert list(plots) == ["Resolve rate (95% Wilson interval) against median cost (USD), "
+                           "per arm", "Cost (USD) per counted run", "Tokens per counted run",
+                           "Session time (s) per counted run"]  # nothing estimated: no chart
+    assert plots["Cost (USD) per counted run"].locator("circle").count() == 1
+    tokens = plots["Tokens per counted run"]
+    assert tokens.locator("circle").count() == 2
+    assert "fix-add-baseline-r1: 4,310" in (tokens.text_content() or "")
     assert page.locator("script").count() == 1
     assert_loads_cleanly(browser, report)
     keep_screenshot(page, tmp_path, "report-agent.png")

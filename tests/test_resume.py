@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -17,7 +18,10 @@ from typing import Any
 
 import pytest
 
+from pytest_wfbench.control.plan import KEPT, plan_resume
 from tests.conftest import Suite, junit_cases, script_arm, task_yaml
+from tests.rows import row
+from tests.test_signals import interrupt, sleeping
 
 SuiteFactory = Callable[..., Suite]
 FIX = "sed -i 's/a - b/a + b/' calc.py"
@@ -204,7 +208,8 @@ def test_comparator_rows_are_reused_with_a_canary_until_their_identity_or_age_sa
     report = (suite.out / "report.md").read_text()
     assert "| fix-add-alpha-r1 | not reused: identity changed: arm |" in report
     assert "canary of `beta` (paid for again): `fix-add-beta-r1`" in report
-    # A changed oracle file: nothing of that task is reused; an expired row: nothing.
+    # A changed oracle file (both tasks share it): nothing is reused; an expired row:
+    # nothing either.
     (suite.root / "oracle" / "test_oracle.py").write_text(
         (suite.root / "oracle" / "test_oracle.py").read_text() + "\n# changed\n")
     suite.out = suite.root / "out-3"
@@ -219,3 +224,162 @@ def test_comparator_rows_are_reused_with_a_canary_until_their_identity_or_age_sa
     rows = {row["cell_id"]: row for row in results(suite.out)}
     assert not any(row["reused"] for row in rows.values())
     assert "not reused: older than 0 days" in (suite.out / "report.md").read_text()
+
+
+def test_a_changed_oracle_file_invalidates_reuse_for_its_task_only(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    suite = skills_suite(suite_factory)
+    # fix-add-2 has an oracle folder of its own.
+    (suite.root / "oracle2").mkdir()
+    (suite.root / "oracle2" / "test_oracle.py").write_text(
+        (suite.root / "oracle" / "test_oracle.py").read_text())
+    document = json.loads(suite.task_file.read_text())
+    document["tasks"][1]["oracle"]["files"] = "oracle2/"
+    suite.task_file.write_text(json.dumps(document))
+    args = ("--wfbench-runs", "2")
+    pytester.runpytest_subprocess(*suite.args(*args)).assert_outcomes(passed=8)
+    earlier = suite.out
+    first = {row["cell_id"]: row for row in results(earlier)}
+    (suite.root / "oracle2" / "test_oracle.py").write_text(
+        (suite.root / "oracle2" / "test_oracle.py").read_text() + "\n# changed\n")
+    suite.out = suite.root / "out-2"
+    result = pytester.runpytest_subprocess(*suite.args(*args, "--wfbench-reuse", str(earlier)))
+    result.assert_outcomes(passed=8)
+    rows = {row["cell_id"]: row for row in results(suite.out)}
+    assert {cell for cell, row in rows.items() if row["reused"]} == \
+        {"fix-add-alpha-r2", "fix-add-beta-r2"}  # r1 of each arm is its canary
+    changed = {f"fix-add-2-{arm}-r{run}" for arm in ("alpha", "beta") for run in (1, 2)}
+    report = (suite.out / "report.md").read_text()
+    for cell in changed:
+        assert rows[cell]["recorded_at"] > first[cell]["recorded_at"]
+        assert rows[cell]["identity"]["oracle"] != first[cell]["identity"]["oracle"]
+        assert f"| {cell} | not reused: identity changed: oracle |" in report
+    for cell in ("fix-add-alpha-r2", "fix-add-beta-r2"):
+        assert rows[cell]["identity"] == first[cell]["identity"]
+        assert rows[cell]["recorded_at"] == first[cell]["recorded_at"]
+
+
+def test_a_fresh_arm_runs_again_while_the_other_arms_are_reused(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    suite = skills_suite(suite_factory)
+    args = ("--wfbench-runs", "2")
+    pytester.runpytest_subprocess(*suite.args(*args)).assert_outcomes(passed=8)
+    earlier = suite.out
+    first = {row["cell_id"]: row for row in results(earlier)}
+    # Nothing changed: without --wfbench-fresh-arms both arms would be reused.
+    suite.out = suite.root / "out-2"
+    result = pytester.runpytest_subprocess(*suite.args(*args, "--wfbench-reuse", str(earlier),
+                                                       "--wfbench-fresh-arms", "alpha"))
+    result.assert_outcomes(passed=8)
+    rows = {row["cell_id"]: row for row in results(suite.out)}
+    alpha = {f"{task}-alpha-r{run}" for task in ("fix-add", "fix-add-2") for run in (1, 2)}
+    for cell in alpha:
+        assert not rows[cell]["reused"] and rows[cell]["reused_from"] is None
+        assert rows[cell]["recorded_at"] > first[cell]["recorded_at"]
+        assert rows[cell]["identity"] == first[cell]["identity"]  # reusable but for the flag
+    reused = {cell for cell, row in rows.items() if row["reused"]}
+    assert reused == {"fix-add-beta-r2", "fix-add-2-beta-r1", "fix-add-2-beta-r2"}
+    report = (suite.out / "report.md").read_text()
+    assert "canary of `beta` (paid for again): `fix-add-beta-r1`" in report
+    assert "canary of `alpha`" not in report
+    assert "| fix-add-alpha-r1 | not reused: a fresh arm (--wfbench-fresh-arms) |" in report
+
+
+def test_resume_keeps_admissible_rows_and_runs_every_errored_cancelled_or_unrun_cell() -> None:
+    same = {"task": "t-digest"}
+    rows = [row("t", "won", resolved=True, identity=same),
+            row("t", "lost", kind="oracle-failed", identity=same),  # counted: never re-rolled
+            row("t", "infra", kind="infra-error", identity=same),
+            row("t", "service", kind="session-error", identity=same),
+            row("t", "broken", kind="harness-error", identity=same),  # excluded: before the session
+            row("t", "stopped", kind="cancelled", identity=same),
+            row("t", "unrun", status="skipped", skip_reason="not run: the sweep was cancelled "
+                "(SIGTERM)", identity=same),
+            row("t", "retried", kind="infra-error", identity=same),
+            row("t", "retried", resolved=True, identity=same),  # the last row of a cell wins
+            row("t", "regressed", resolved=True, identity=same),
+            row("t", "regressed", kind="cleanup-failure", identity=same)]
+    cells = ["won", "lost", "infra", "service", "broken", "stopped", "unrun", "retried",
+             "regressed", "new"]
+    plan = plan_resume(rows, {f"t-{arm}-r1": same for arm in cells})
+    assert {cell: planned.mode for cell, planned in plan.planned.items()} == {
+        "t-won-r1": KEPT, "t-lost-r1": KEPT, "t-retried-r1": KEPT}
+    assert plan.planned["t-retried-r1"].row["resolved"] is True
+    assert plan.reasons == {
+        "t-infra-r1": "not admissible (infra-error)",
+        "t-service-r1": "not admissible (session-error)",
+        "t-broken-r1": "not admissible (harness-error)",
+        "t-stopped-r1": "not admissible (cancelled)",
+        "t-unrun-r1": "skipped before (not run: the sweep was cancelled (SIGTERM))",
+        "t-regressed-r1": "not admissible (cleanup-failure)",
+    }  # t-new-r1 had no row: it runs, with nothing to explain
+
+
+def test_a_resumed_sweep_runs_again_its_errored_cancelled_and_unrun_cells(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """Real rows of each kind: a setup that fails (infra-error, excluded), a cell
+    cancelled mid-session by SIGTERM, cells skipped because the sweep was
+    cancelled; the resolved cell before them keeps its row."""
+    marker = f"5.{secrets.randbelow(10**6):06d}"  # seconds no other process sleeps
+    slow = {"sandbox": {"env": {"WFBENCH_TEST_SLEEP": marker}}}
+    suite = suite_factory(
+        tasks=[task_yaml("quick-1"), task_yaml("broken", setup="exit 1"),
+               task_yaml("slow", **slow), task_yaml("quick-2")],
+        arms=["sleeper"],
+        arm_definitions={"sleeper": script_arm('sleep "${WFBENCH_TEST_SLEEP:-0.1}"', FIX)})
+    code = interrupt(suite, pytester.path, [], group=False, signum=signal.SIGTERM, twice=False,
+                     running=1, marker=marker)
+    assert code == pytest.ExitCode.INTERRUPTED and sleeping(marker) == []
+    first = {row["cell_id"]: row for row in results(suite.out)}
+    assert {cell: row["error_kind"] or row["status"] for cell, row in first.items()} == {
+        "quick-1-sleeper-r1": "ran", "broken-sleeper-r1": "infra-error",
+        "slow-sleeper-r1": "cancelled", "quick-2-sleeper-r1": "skipped"}
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-resume"))
+    result.assert_outcomes(passed=3, errors=1)  # broken's setup fails again
+    rows = {row["cell_id"]: row for row in results(suite.out)}
+    assert rows["quick-1-sleeper-r1"] == first["quick-1-sleeper-r1"]
+    rerun = {"broken-sleeper-r1", "slow-sleeper-r1", "quick-2-sleeper-r1"}
+    for cell in rerun:
+        assert rows[cell]["recorded_at"] > first[cell]["recorded_at"]
+    assert rows["slow-sleeper-r1"]["resolved"] and rows["quick-2-sleeper-r1"]["resolved"]
+    assert rows["broken-sleeper-r1"]["error_kind"] == "infra-error"
+    superseded = [json.loads(line) for line in
+                  (suite.out / "superseded.jsonl").read_text().splitlines()]
+    assert sorted(row["cell_id"] for row in superseded) == sorted(rerun)
+    report = (suite.out / "report.md").read_text()
+    assert "| broken-sleeper-r1 | not admissible (infra-error) |" in report
+    assert "| slow-sleeper-r1 | not admissible (cancelled) |" in report
+    assert "| quick-2-sleeper-r1 | skipped before (not run: the sweep was cancelled " \
+        "(SIGTERM)) |" in report
+    sessions = json.loads((suite.out / "sweep.json").read_text())["sessions"]
+    assert [s["state"] for s in sessions] == ["cancelled", "complete"]
+    assert sessions[1]["plan"]["kept"] == 1
+
+
+def test_a_candidate_arm_is_never_reused(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    suite = skills_suite(suite_factory)
+    document = json.loads(suite.task_file.read_text())
+    document["arms"] = ["alpha"]
+    suite.task_file.write_text(json.dumps(document))
+    overlay = suite.root / "cheaper" / "fix"
+    overlay.mkdir(parents=True)
+    (overlay / "run.sh").write_text(f"#!/bin/sh\n{FIX}\n")
+    (overlay / "run.sh").chmod(0o755)
+    args = ("--wfbench-runs", "2", "--wfbench-candidate-overlay", str(overlay.parent))
+    pytester.runpytest_subprocess(*suite.args(*args)).assert_outcomes(passed=8)
+    earlier = suite.out
+    suite.out = suite.root / "out-2"
+    result = pytester.runpytest_subprocess(*suite.args(*args, "--wfbench-reuse", str(earlier)))
+    result.assert_outcomes(passed=8)
+    rows = {row["cell_id"]: row for row in results(suite.out)}
+    assert {cell for cell, row in rows.items() if row["reused"]} == \
+        {"fix-add-alpha-r2", "fix-add-2-alpha-r1", "fix-add-2-alpha-r2"}
+    report = (suite.out / "report.md").read_text()
+    for task in ("fix-add", "fix-add-2"):
+        for run in (1, 2):
+            assert f"| {task}-candidate_alpha-r{run} | not reused: a candidate arm |" in report

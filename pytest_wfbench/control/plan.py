@@ -116,15 +116,21 @@ def _parse_time(value: Any) -> datetime | None:
 
 def plan_reuse(plan: Plan, earlier: Iterable[Row], identities: Mapping[str, Mapping[str, Any]],
                arms: Mapping[str, str], reusable: set[str], *, now: datetime,
-               max_age: timedelta) -> Plan:
+               max_age: timedelta, always_run: Mapping[str, str] | None = None) -> Plan:
     """Reuse, on top of a resume plan: ``arms`` maps each cell to its arm, in
     cell order; cells of ``reusable`` arms not already planned take an earlier
     admissible row of their identity younger than ``max_age``, except each
-    arm's first such cell, its canary."""
+    arm's first such cell, its canary. ``always_run`` (arm -> why it is never
+    reused) gives the cells of those arms their reason."""
     latest = latest_rows(earlier)
     for cell_id, identity in identities.items():
         arm = arms[cell_id]
-        if arm not in reusable or cell_id in plan.planned:
+        if cell_id in plan.planned:
+            continue
+        if always_run and arm in always_run:
+            plan.reasons.setdefault(cell_id, f"not reused: {always_run[arm]}")
+            continue
+        if arm not in reusable:
             continue
         row = latest.get(cell_id)
         reason = _why_not(row, identity)

@@ -79,12 +79,16 @@ def prepare_plan(sweep: Sweep, now: datetime | None = None) -> Plan:
         if options.reuse_dir is not None:
             arms = {cell_id: cell.arm_name for cell_id, cell in cells.items()
                     if not isinstance(cell, ScenarioCell)}
-            reusable = {arm for arm in arms.values()
-                        if arm not in options.fresh_arms and incumbent_of(arm) is None}
+            always_run = {arm: "a candidate arm" if incumbent_of(arm) is not None
+                          else "a fresh arm (--wfbench-fresh-arms)"
+                          for arm in arms.values()
+                          if arm in options.fresh_arms or incumbent_of(arm) is not None}
+            reusable = set(arms.values()) - set(always_run)
             plan = plan_reuse(plan, iter_rows(options.reuse_dir / RESULTS),
                               {k: v for k, v in identities.items() if k in arms}, arms, reusable,
                               now=now or datetime.now(UTC),
-                              max_age=timedelta(days=options.reuse_max_age_days))
+                              max_age=timedelta(days=options.reuse_max_age_days),
+                              always_run=always_run)
     if sweep.ledger is not None:
         sweep.ledger.record_earlier(sum(row_cost(planned.row, sweep.prices)
                                         for planned in plan.planned.values()
