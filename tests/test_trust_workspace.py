@@ -283,6 +283,45 @@ def test_sessions_run_within_limits_and_going_over_one_is_the_arms_failure(
             assert named[arm] in row["error_detail"]
 
 
+# Creates user namespaces and holds each through a descriptor, as a session that
+# meant to use up the machine's would (here only three).
+NAMESPACE_HOLDER = """
+python - > loot.txt 2>&1 <<'WFBENCH_EOF'
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+held = []
+for _ in range(3):
+    ready, go = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(go, b"y" if libc.unshare(0x10000000) == 0 else b"n")  # CLONE_NEWUSER
+        time.sleep(5)
+        os._exit(0)
+    if os.read(ready, 1) == b"y":
+        held.append(os.open(f"/proc/{pid}/ns/user", os.O_RDONLY))
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+print(f"held {len(held)} user namespaces")
+WFBENCH_EOF
+unshare --user --map-root-user true && echo "unshare made one" >> loot.txt
+true
+"""
+
+
+def test_a_session_cannot_hold_the_user_namespaces_every_sandbox_needs(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """Every sandbox runs as the harness's user, so the kernel counts the user
+    namespaces of all of them, and of the harness, against one per-user limit
+    (user.max_user_namespaces): a session that made and held them until that
+    limit made every other cell's sandbox fail to start (bwrap: ENOSPC), which
+    the harness took for that cell's command failing: a counted loss for
+    another arm. A sandbox can make no user namespace (nor, then, any other)."""
+    suite, _ = run_arms(pytester, suite_factory, {"holder": NAMESPACE_HOLDER})
+    loot = patch_of(suite, "fix-add-holder-r1")
+    assert "held 0 user namespaces" in loot and "unshare made one" not in loot, loot
+
+
 def test_a_session_cannot_tell_its_task_arm_sweep_or_host_paths(
     pytester: pytest.Pytester, suite_factory: SuiteFactory
 ) -> None:
