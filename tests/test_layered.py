@@ -118,8 +118,9 @@ def test_a_layered_workspace_judges_and_shows_what_a_copied_one_does(
 def test_no_arm_writes_the_template_and_the_sandbox_sees_no_layer_paths(
     pytester: pytest.Pytester, suite_factory: SuiteFactory
 ) -> None:
-    """The lower layer is bound read-only and overlayfs never writes it; the
-    mount table shows the layers under the cell's random folder only."""
+    """Overlayfs writes the upper layer only and no layer is in the sandbox; the
+    mount table names the layers by links relative to the cell's mount folder
+    (no host path)."""
     probe = """
         cat /proc/self/mountinfo > mounts.txt
         chmod -R 000 . 2>/dev/null; chmod 755 .; chmod -R u+rwX . 2>/dev/null
