@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ from typing import Any
 import pytest
 
 from pytest_wfbench.redact import CONTROL
+from pytest_wfbench.sandbox import SandboxPolicy
+from pytest_wfbench.sandbox.core import BubblewrapSandbox
 from pytest_wfbench.sandbox.limits import Cgroups
 from tests.conftest import Suite, junit_cases, junit_properties, script_arm, task_yaml
 
@@ -281,6 +285,72 @@ def test_sessions_run_within_limits_and_going_over_one_is_the_arms_failure(
             assert row["error_kind"] == "limit-exceeded", (arm, row["error_detail"])
             assert row["limit_exceeded"]["limit"] == named[arm]
             assert named[arm] in row["error_detail"]
+
+
+# Eight busy processes, each in a session of its own, counting the processor
+# time they get from when the other command starts until it has had its share.
+CPU_HOG = """
+python - <<'WFBENCH_EOF'
+import os, time
+for n in range(8):
+    if os.fork() == 0:
+        os.setsid()
+        open(f"/workspace/started-{n}", "w").close()
+        while not os.path.exists("/workspace/go"):
+            pass
+        start = time.process_time()
+        while not os.path.exists("/workspace/done"):
+            pass
+        with open(f"/workspace/hog-{n}", "w") as out:
+            out.write(str(time.process_time() - start))
+        os._exit(0)
+for _ in range(8):
+    os.wait()
+WFBENCH_EOF
+"""
+CPU_VICTIM = """
+python - <<'WFBENCH_EOF'
+import time
+open("/workspace/go", "w").close()
+while time.process_time() < 0.5:
+    pass
+open("/workspace/done", "w").close()
+print(time.process_time())
+WFBENCH_EOF
+"""
+
+
+def test_a_command_of_many_sessions_takes_no_more_processor_than_any_other(
+    tmp_path: Path
+) -> None:
+    """The scheduler shared the processors per session, so a session that
+    started many slowed every other cell's commands (their verify, oracle, the
+    calibration of a task's expected tests) toward their timeouts. Measured in
+    processor time, not on a clock: while the other command runs, the
+    hog's eight processes together get about what it gets, not eight times it."""
+    cgroups = Cgroups.detect()
+    if cgroups is None or (cgroups.version == 2 and "cpu" not in (
+            cgroups.parents["pids"] / "cgroup.subtree_control").read_text().split()):
+        pytest.skip("no cgroups whose cpu controller the harness may use here")
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sandbox = BubblewrapSandbox(SandboxPolicy(), tmp_path / "scratch", bwrap)
+    hog = threading.Thread(target=sandbox.run, args=(CPU_HOG,),
+                           kwargs={"workspace": workspace, "writable": True, "timeout_s": 300})
+    hog.start()
+    try:
+        while len(list(workspace.glob("started-*"))) < 8 and hog.is_alive():
+            threading.Event().wait(0.05)
+        victim = sandbox.run(CPU_VICTIM, workspace=workspace, writable=True, timeout_s=300)
+    finally:
+        (workspace / "done").touch()
+        hog.join()
+    assert victim.ok, victim.tail()
+    hogged = sum(float(path.read_text()) for path in workspace.glob("hog-*"))
+    assert len(list(workspace.glob("hog-*"))) == 8
+    assert float(victim.stdout) >= 0.4 * hogged, (victim.stdout, hogged)
 
 
 # Creates user namespaces and holds each through a descriptor, as a session that
