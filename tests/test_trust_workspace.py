@@ -287,6 +287,38 @@ def test_sessions_run_within_limits_and_going_over_one_is_the_arms_failure(
             assert named[arm] in row["error_detail"]
 
 
+@pytest.mark.parametrize("exposed", ["cache dir", "oracle files"])
+def test_no_read_only_path_of_a_task_shows_the_sandbox_what_only_the_harness_reads(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory, tmp_path: Path, exposed: str
+) -> None:
+    """A task's sandbox.read_only is bound into every command of its cells: one
+    that held the cache dir (the templates' hidden files, the expected tests),
+    the work dir, the out dir or a task's oracle files or gold patch showed them
+    to the arm. The sweep refuses it, naming the task and the path."""
+    cache = tmp_path / "cache"
+    shared = Path(os.environ["WFBENCH_CACHE_DIR"]) / "bytecode"
+    shared.mkdir(parents=True, exist_ok=True)
+    cache.mkdir()
+    (cache / "bytecode").symlink_to(shared)
+    steal = ("cat $(find / -path /proc -prune -o -name test_hidden.py -print -o "
+             "-name test_oracle.py -print 2>/dev/null) > loot.txt 2>&1; true")
+    suite = suite_factory(arms=["thief"], arm_definitions={"thief": script_arm(steal)})
+    exposing = {"cache dir": cache, "oracle files": suite.root}[exposed]
+    document = json.loads(suite.task_file.read_text())
+    document["tasks"][0]["sandbox"] = {"read_only": [str(exposing)]}
+    suite.task_file.write_text(json.dumps(document))
+    # An earlier sweep keeps the task's template (and hidden files) in the cache dir.
+    pytester.runpytest_subprocess(*suite.args("--wfbench-cache-dir", str(cache),
+                                              "--wfbench-arms", "gold"))
+    suite.out = suite.root / "out-thief"
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-cache-dir", str(cache)))
+    loot = (suite.out / "artifacts" / "fix-add-thief-r1.patch")
+    assert not loot.exists() or ("HIDDEN-MARKER-7Q" not in loot.read_text()
+                                 and "ORACLE-MARKER-3X" not in loot.read_text())
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*task 'fix-add'*sandbox.read_only*{exposing}*"])
+
+
 # Eight busy processes, each in a session of its own, counting the processor
 # time they get from when the other command starts until it has had its share.
 CPU_HOG = """
