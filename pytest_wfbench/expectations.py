@@ -4,10 +4,12 @@ Establishing a task's expected tests runs its oracle once on the gold patch
 (:class:`pytest_wfbench.oracle.ExpectationCache`); what that run finds depends
 only on what goes into it: the template (its content), the oracle's files and
 the hidden paths given back to it, the oracle's command and plugins, the gold
-patch, the judges' interpreter and packages, and the harness (its version and
-its judge-side files). So the established expectation is kept in the cache dir
-(``expectations/``) under the digest of all of those, and a later sweep with
-the same inputs establishes nothing.
+patch, the task's sandbox (its variables and read-only paths: the oracle is
+calibrated in the sandbox its cells are judged in), the judges' interpreter and
+packages, and the harness (its version and its judge-side files). So the
+established expectation is kept in the cache dir (``expectations/``) under
+the digest of all of those, and a later sweep with the same inputs
+establishes nothing.
 
 An entry holds its own key and a digest of its content: one that does not
 check (a torn write, a hand edit) is ignored and established again. Entries
@@ -26,6 +28,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,7 @@ from filelock import FileLock
 from pytest_wfbench import __version__
 from pytest_wfbench.judge.expected import Expectation
 
-ENTRY_FORMAT = 1
+ENTRY_FORMAT = 2
 """Of the entries and their key: a change in how expectations are established
 must change it."""
 MAX_ENTRIES = 5000
@@ -59,6 +62,9 @@ class ExpectationInputs:
     """The gold patch's sha256 (of no bytes without one)."""
     interpreter: str
     """The judges' interpreter and installed packages (the bytecode tree's key)."""
+    sandbox: str = ""
+    """The task's sandbox policy (:func:`policy_key`): what it sets decides
+    which tests run (a variable that turns tests on, a path they read)."""
 
     def key(self) -> str:
         return expectation_key(self, judge_files_digest())
@@ -69,8 +75,14 @@ def expectation_key(inputs: ExpectationInputs, judge_files: str) -> str:
     its judge-side files (the reporter decides what a test id is). Pure."""
     parts = (str(ENTRY_FORMAT), __version__, judge_files, inputs.template, inputs.oracle,
              inputs.hidden, inputs.command, "\0".join(inputs.plugins), inputs.gold,
-             inputs.interpreter)
+             inputs.interpreter, inputs.sandbox)
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+
+
+def policy_key(read_only: tuple[str, ...], env: Mapping[str, str]) -> str:
+    """A sandbox policy as one string (read-only paths in order, variables
+    sorted). Pure."""
+    return json.dumps({"read_only": list(read_only), "env": sorted(env.items())})
 
 
 @functools.cache

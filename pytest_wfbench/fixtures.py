@@ -303,7 +303,8 @@ def wfbench_oracle(
         return None
     snapshot = wfbench_sweep.oracles[task.id]
     with stage(record, "expected_tests", "oracle-unavailable"):
-        expectation = wfbench_sweep.expectations().get(task, snapshot, wfbench_template)
+        expectation = wfbench_sweep.expectations().get(task, snapshot, wfbench_template,
+                                                        wfbench_sandbox)
     if record.failure_kind is not None:
         return None
     with stage(record, "oracle", AFTER_SESSION):

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from filelock import FileLock
 
-from pytest_wfbench.expectations import ExpectationInputs, ExpectationStore
+from pytest_wfbench.expectations import ExpectationInputs, ExpectationStore, policy_key
 from pytest_wfbench.judge.config import reset_test_configuration, root_config_file
 from pytest_wfbench.judge.environment import (
     bytecode_mount,
@@ -235,22 +235,27 @@ class ExpectationCache:
         self._known: dict[str, Expectation] = {}
 
     def inputs(self, task: Task, snapshot: OracleSnapshot, template: Template,
-               gold: bytes) -> ExpectationInputs:
+               gold: bytes, sandbox: Sandbox | None = None) -> ExpectationInputs:
         interpreter = (self.bytecode.name if self.bytecode is not None
                        else f"{sys.version}\0{sys.executable}")
+        policy = (sandbox or self.sandbox).policy
         return ExpectationInputs(
             template=template.content_key or str(template.path), oracle=snapshot.digest,
             hidden=template.hidden_digest, command=task.oracle.command,
             plugins=tuple(task.oracle.plugins), gold=hashlib.sha256(gold).hexdigest(),
-            interpreter=interpreter)
+            interpreter=interpreter, sandbox=policy_key(policy.read_only, policy.env))
 
-    def get(self, task: Task, snapshot: OracleSnapshot, template: Template) -> Expectation:
+    def get(self, task: Task, snapshot: OracleSnapshot, template: Template,
+            sandbox: Sandbox | None = None) -> Expectation:
+        """``sandbox``: the one the task's cells are judged in (its variables and
+        read-only paths decide which tests run), the sweep's own by default."""
         if task.oracle.exit_code_only:
             return Expectation(EXIT_CODE, frozenset(), "declared")
         if task.oracle.expect is not None:
             return Expectation("tests", frozenset(task.oracle.expect), "declared")
+        sandbox = sandbox or self.sandbox
         gold = task.gold.read_bytes() if task.gold is not None else b""
-        key = self.inputs(task, snapshot, template, gold).key()
+        key = self.inputs(task, snapshot, template, gold, sandbox).key()
         if key in self._known:
             return self._known[key]
         record = self.root / f"{key}.json"
@@ -262,7 +267,8 @@ class ExpectationCache:
                 expectation = Expectation.from_json(data)
             else:
                 try:
-                    expectation = self._established(task, snapshot, template, gold, key)
+                    expectation = self._established(task, snapshot, template, gold, key,
+                                                    sandbox)
                 except ValueError as error:
                     message = f"the oracle's expected tests could not be established: {error}"
                     record.write_text(json.dumps({"error": message}))
@@ -272,11 +278,11 @@ class ExpectationCache:
         return expectation
 
     def _established(self, task: Task, snapshot: OracleSnapshot, template: Template,
-                     gold: bytes, key: str) -> Expectation:
+                     gold: bytes, key: str, sandbox: Sandbox) -> Expectation:
         """From the store when an earlier sweep established it, else by running
         the oracle (and kept in the store)."""
         if self.store is None:
-            return self._calibrate(task, snapshot, template, gold)
+            return self._calibrate(task, snapshot, template, gold, sandbox)
         stored = self.store.load(key)
         if stored is not None:
             return stored
@@ -284,22 +290,22 @@ class ExpectationCache:
             stored = self.store.load(key)  # a concurrent sweep may have just done it
             if stored is not None:
                 return stored
-            expectation = self._calibrate(task, snapshot, template, gold)
+            expectation = self._calibrate(task, snapshot, template, gold, sandbox)
             self.store.save(key, expectation, f"task {task.id}, sweep {self.sweep_id}")
         return expectation
 
     def _calibrate(self, task: Task, snapshot: OracleSnapshot, template: Template,
-                   gold: bytes) -> Expectation:
+                   gold: bytes, sandbox: Sandbox) -> Expectation:
         """Run the oracle on the gold patch (the tests it passes), or collect it on
-        the base when the task has no gold patch."""
+        the base when the task has no gold patch, in the task's own sandbox."""
         scratch = self.root / f"calibration-{secrets.token_hex(8)}"
         scratch.mkdir(mode=0o700)
         try:
             workspace = make_clone(template, scratch, layered=self.layered)
             if task.gold is not None:
-                applied = self.sandbox.run("git apply --whitespace=nowarn -",
-                                           workspace=workspace.mount(), writable=True,
-                                           timeout_s=task.timeout_s, stdin=gold)
+                applied = sandbox.run("git apply --whitespace=nowarn -",
+                                      workspace=workspace.mount(), writable=True,
+                                      timeout_s=task.timeout_s, stdin=gold)
                 if not applied.ok:
                     raise ValueError(f"the gold patch does not apply: {applied.tail(300)}")
             tree = JudgedTree(scratch / "tree", workspace.lower)
@@ -307,7 +313,7 @@ class ExpectationCache:
             stage = scratch / "stage"
             stage.mkdir()
             addopts = () if task.gold is not None else ("--collect-only",)
-            run = _run(task, snapshot, template, self.sandbox, tree, stage, addopts,
+            run = _run(task, snapshot, template, sandbox, tree, stage, addopts,
                        self.bytecode)
             source = "gold" if task.gold is not None else "base collection"
             return expectation_from_run(run.outcomes, run.exit_ok, source)

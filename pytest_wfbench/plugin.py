@@ -135,6 +135,7 @@ def _start_controller(sweep: Sweep) -> None:
     try:
         guard_out_dir(options.out_dir, resume=options.resume)
         sweep.resolve_refs()
+        sweep.check_read_only_paths()
         preflight(sweep.sandbox(), sweep.identity.work_dir)
         unlayered = sweep.clone_unavailable()
         if options.clone == "overlay" and unlayered is not None:

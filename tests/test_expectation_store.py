@@ -20,9 +20,10 @@ from pytest_wfbench.expectations import (
     decode_entry,
     encode_entry,
     expectation_key,
+    policy_key,
 )
 from pytest_wfbench.judge.expected import Expectation
-from tests.conftest import GOLD, ORACLE_TEST, Suite
+from tests.conftest import GOLD, ORACLE_TEST, Suite, script_arm, task_yaml
 
 SuiteFactory = Callable[..., Suite]
 INPUTS = ExpectationInputs(template="t", oracle="o", hidden="h", command="python -m pytest",
@@ -37,10 +38,12 @@ def test_every_input_changes_the_key() -> None:
                dataclasses.replace(INPUTS, command="python -m pytest -x"),
                dataclasses.replace(INPUTS, plugins=("p", "q")),
                dataclasses.replace(INPUTS, gold="g2"),
-               dataclasses.replace(INPUTS, interpreter="i2")]
+               dataclasses.replace(INPUTS, interpreter="i2"),
+               dataclasses.replace(INPUTS, sandbox=policy_key((), {"X": "1"})),
+               dataclasses.replace(INPUTS, sandbox=policy_key(("/opt/data",), {}))]
     keys = {expectation_key(inputs, "site") for inputs in [INPUTS, *changed]}
     keys.add(expectation_key(INPUTS, "other judge files"))
-    assert len(keys) == 9
+    assert len(keys) == 11
 
 
 def test_an_entry_reads_back_only_under_its_key_and_unchanged() -> None:
@@ -84,7 +87,9 @@ def cache_dir(tmp_path: Path) -> Path:
     """A cache dir of the test's own, sharing the judges' bytecode with the others."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    (cache / "bytecode").symlink_to(Path(os.environ["WFBENCH_CACHE_DIR"]) / "bytecode")
+    shared = Path(os.environ["WFBENCH_CACHE_DIR"]) / "bytecode"
+    shared.mkdir(parents=True, exist_ok=True)  # a fresh checkout has none yet
+    (cache / "bytecode").symlink_to(shared)
     return cache
 
 
@@ -139,3 +144,78 @@ def test_a_stored_expectation_that_does_not_check_is_established_again(
     assert "does not check" in log and len(calibrations(cache_dir)) == 2
     assert decode_entry(entry.stem, entry.read_text()).tests == frozenset(
         json.loads(entry.read_text())["expectation"]["tests"])
+
+
+GATED_CALC = '''\
+def add(a, b):
+    return a - b
+
+
+def sub(a, b):
+    return a + b
+
+
+def double(x):
+    return 2 * x
+'''
+# (context lines of a patch are a single space: built, not typed)
+GATED_GOLD = "\n".join([
+    "diff --git a/calc.py b/calc.py", "--- a/calc.py", "+++ b/calc.py", "@@ -1,9 +1,9 @@",
+    " def add(a, b):", "-    return a - b", "+    return a + b", " ", " ",
+    " def sub(a, b):", "-    return a + b", "+    return a - b", " ", " ",
+    " def double(x):", ""])
+# The task's sandbox turns its integration tests on (in every command of its
+# cells, the oracle's included).
+GATED_ORACLE = '''\
+import os
+
+import pytest
+
+from calc import add, sub
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+@pytest.mark.skipif(os.environ.get("WFBENCH_INTEGRATION") != "1", reason="off here")
+def test_sub():
+    assert sub(5, 3) == 2
+'''
+# Fixes add() and makes the test of sub() skip instead of fail.
+SKIPPER = r"""
+cat > calc.py <<'WFBENCH_EOF'
+def add(a, b):
+    return a + b
+
+
+def sub(a, b):
+    import pytest
+    pytest.skip("not today")
+
+
+def double(x):
+    return 2 * x
+WFBENCH_EOF
+"""
+
+
+def test_the_expected_tests_are_those_of_the_tasks_own_sandbox(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory, cache_dir: Path
+) -> None:
+    """The calibration ran in the sweep's bare sandbox, without the variables and
+    read-only paths of the task's, and the key left them out: a test the
+    task's sandbox turns on was never expected, so an arm that made it skip
+    resolved (and every sweep after reused that expectation)."""
+    task = task_yaml(sandbox={"env": {"WFBENCH_INTEGRATION": "1"}})
+    suite = suite_factory(tasks=[task], arms=["gold", "skipper"],
+                          arm_definitions={"skipper": script_arm(SKIPPER)})
+    (suite.root / "repo" / "calc.py").write_text(GATED_CALC)
+    (suite.root / "gold.patch").write_text(GATED_GOLD)
+    (suite.root / "oracle" / "test_oracle.py").write_text(GATED_ORACLE)
+    suite.out = suite.root / "out"
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-cache-dir", str(cache_dir)))
+    result.assert_outcomes(passed=1, failed=1)
+    gold, skipper = suite.row("fix-add-gold-r1"), suite.row("fix-add-skipper-r1")
+    assert gold["resolved"] is True and gold["oracle_tests_expected"] == 3
+    assert skipper["resolved"] is False and skipper["error_kind"] == "oracle-failed"

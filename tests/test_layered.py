@@ -33,6 +33,9 @@ chmod +x run.sh
 mkfifo pipe
 mkdir .pytest_cache && echo cached > .pytest_cache/v
 mkdir -p fresh/deep && echo deep > fresh/deep/f.txt
+# Names the mount folder gives the layers, its mount point and its failure file:
+# they mean nothing in the workspace (the overlay is mounted where no arm reaches)
+ln -s / l0 && ln -s /tmp rw && mkdir ws && echo planted > ws/f && ln -s /etc/passwd failed
 python - <<'EOF'
 import os
 # overlayfs's own attributes, set through the merged tree: they must speak to no overlay
@@ -71,6 +74,8 @@ def test_the_tree_is_the_one_the_arm_left():
     assert (W / "run.sh").stat().st_mode & stat.S_IXUSR
     assert not (W / "pipe").exists() and not (W / ".pytest_cache").exists()
     assert (W / "fresh" / "deep" / "f.txt").read_text() == "deep\n"
+    assert os.readlink(W / "l0") == "/" and os.readlink(W / "failed") == "/etc/passwd"
+    assert (W / "ws" / "f").read_text() == "planted\n"
     assert sorted(p.name for p in (W / "keep").iterdir()) == ["k.txt"]
 '''
 
@@ -118,8 +123,9 @@ def test_a_layered_workspace_judges_and_shows_what_a_copied_one_does(
 def test_no_arm_writes_the_template_and_the_sandbox_sees_no_layer_paths(
     pytester: pytest.Pytester, suite_factory: SuiteFactory
 ) -> None:
-    """The lower layer is bound read-only and overlayfs never writes it; the
-    mount table shows the layers under the cell's random folder only."""
+    """Overlayfs writes the upper layer only and no layer is in the sandbox; the
+    mount table names the layers by links relative to the cell's mount folder
+    (no host path)."""
     probe = """
         cat /proc/self/mountinfo > mounts.txt
         chmod -R 000 . 2>/dev/null; chmod 755 .; chmod -R u+rwX . 2>/dev/null

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ from typing import Any
 import pytest
 
 from pytest_wfbench.redact import CONTROL
+from pytest_wfbench.sandbox import SandboxPolicy
+from pytest_wfbench.sandbox.core import BubblewrapSandbox
 from pytest_wfbench.sandbox.limits import Cgroups
 from tests.conftest import Suite, junit_cases, junit_properties, script_arm, task_yaml
 
@@ -281,6 +285,143 @@ def test_sessions_run_within_limits_and_going_over_one_is_the_arms_failure(
             assert row["error_kind"] == "limit-exceeded", (arm, row["error_detail"])
             assert row["limit_exceeded"]["limit"] == named[arm]
             assert named[arm] in row["error_detail"]
+
+
+@pytest.mark.parametrize("exposed", ["cache dir", "oracle files"])
+def test_no_read_only_path_of_a_task_shows_the_sandbox_what_only_the_harness_reads(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory, tmp_path: Path, exposed: str
+) -> None:
+    """A task's sandbox.read_only is bound into every command of its cells: one
+    that held the cache dir (the templates' hidden files, the expected tests),
+    the work dir, the out dir or a task's oracle files or gold patch showed them
+    to the arm. The sweep refuses it, naming the task and the path."""
+    cache = tmp_path / "cache"
+    shared = Path(os.environ["WFBENCH_CACHE_DIR"]) / "bytecode"
+    shared.mkdir(parents=True, exist_ok=True)
+    cache.mkdir()
+    (cache / "bytecode").symlink_to(shared)
+    steal = ("cat $(find / -path /proc -prune -o -name test_hidden.py -print -o "
+             "-name test_oracle.py -print 2>/dev/null) > loot.txt 2>&1; true")
+    suite = suite_factory(arms=["thief"], arm_definitions={"thief": script_arm(steal)})
+    exposing = {"cache dir": cache, "oracle files": suite.root}[exposed]
+    document = json.loads(suite.task_file.read_text())
+    document["tasks"][0]["sandbox"] = {"read_only": [str(exposing)]}
+    suite.task_file.write_text(json.dumps(document))
+    # An earlier sweep keeps the task's template (and hidden files) in the cache dir.
+    pytester.runpytest_subprocess(*suite.args("--wfbench-cache-dir", str(cache),
+                                              "--wfbench-arms", "gold"))
+    suite.out = suite.root / "out-thief"
+    result = pytester.runpytest_subprocess(*suite.args("--wfbench-cache-dir", str(cache)))
+    loot = (suite.out / "artifacts" / "fix-add-thief-r1.patch")
+    assert not loot.exists() or ("HIDDEN-MARKER-7Q" not in loot.read_text()
+                                 and "ORACLE-MARKER-3X" not in loot.read_text())
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*task 'fix-add'*sandbox.read_only*{exposing}*"])
+
+
+# Eight busy processes, each in a session of its own, counting the processor
+# time they get from when the other command starts until it has had its share.
+CPU_HOG = """
+python - <<'WFBENCH_EOF'
+import os, time
+for n in range(8):
+    if os.fork() == 0:
+        os.setsid()
+        open(f"/workspace/started-{n}", "w").close()
+        while not os.path.exists("/workspace/go"):
+            pass
+        start = time.process_time()
+        while not os.path.exists("/workspace/done"):
+            pass
+        with open(f"/workspace/hog-{n}", "w") as out:
+            out.write(str(time.process_time() - start))
+        os._exit(0)
+for _ in range(8):
+    os.wait()
+WFBENCH_EOF
+"""
+CPU_VICTIM = """
+python - <<'WFBENCH_EOF'
+import time
+open("/workspace/go", "w").close()
+while time.process_time() < 0.5:
+    pass
+open("/workspace/done", "w").close()
+print(time.process_time())
+WFBENCH_EOF
+"""
+
+
+def test_a_command_of_many_sessions_takes_no_more_processor_than_any_other(
+    tmp_path: Path
+) -> None:
+    """The scheduler shared the processors per session, so a session that
+    started many slowed every other cell's commands (their verify, oracle, the
+    calibration of a task's expected tests) toward their timeouts. Measured in
+    processor time, not on a clock: while the other command runs, the
+    hog's eight processes together get about what it gets, not eight times it."""
+    cgroups = Cgroups.detect()
+    if cgroups is None or (cgroups.version == 2 and "cpu" not in (
+            cgroups.parents["pids"] / "cgroup.subtree_control").read_text().split()):
+        pytest.skip("no cgroups whose cpu controller the harness may use here")
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sandbox = BubblewrapSandbox(SandboxPolicy(), tmp_path / "scratch", bwrap)
+    hog = threading.Thread(target=sandbox.run, args=(CPU_HOG,),
+                           kwargs={"workspace": workspace, "writable": True, "timeout_s": 300})
+    hog.start()
+    try:
+        while len(list(workspace.glob("started-*"))) < 8 and hog.is_alive():
+            threading.Event().wait(0.05)
+        victim = sandbox.run(CPU_VICTIM, workspace=workspace, writable=True, timeout_s=300)
+    finally:
+        (workspace / "done").touch()
+        hog.join()
+    assert victim.ok, victim.tail()
+    hogged = sum(float(path.read_text()) for path in workspace.glob("hog-*"))
+    assert len(list(workspace.glob("hog-*"))) == 8
+    assert float(victim.stdout) >= 0.4 * hogged, (victim.stdout, hogged)
+
+
+# Creates user namespaces and holds each through a descriptor, as a session that
+# meant to use up the machine's would (here only three).
+NAMESPACE_HOLDER = """
+python - > loot.txt 2>&1 <<'WFBENCH_EOF'
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+held = []
+for _ in range(3):
+    ready, go = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(go, b"y" if libc.unshare(0x10000000) == 0 else b"n")  # CLONE_NEWUSER
+        time.sleep(5)
+        os._exit(0)
+    if os.read(ready, 1) == b"y":
+        held.append(os.open(f"/proc/{pid}/ns/user", os.O_RDONLY))
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+print(f"held {len(held)} user namespaces")
+WFBENCH_EOF
+unshare --user --map-root-user true && echo "unshare made one" >> loot.txt
+true
+"""
+
+
+def test_a_session_cannot_hold_the_user_namespaces_every_sandbox_needs(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    """Every sandbox runs as the harness's user, so the kernel counts the user
+    namespaces of all of them, and of the harness, against one per-user limit
+    (user.max_user_namespaces): a session that made and held them until that
+    limit made every other cell's sandbox fail to start (bwrap: ENOSPC), which
+    the harness took for that cell's command failing: a counted loss for
+    another arm. A sandbox can make no user namespace (nor, then, any other)."""
+    suite, _ = run_arms(pytester, suite_factory, {"holder": NAMESPACE_HOLDER})
+    loot = patch_of(suite, "fix-add-holder-r1")
+    assert "held 0 user namespaces" in loot and "unshare made one" not in loot, loot
 
 
 def test_a_session_cannot_tell_its_task_arm_sweep_or_host_paths(

@@ -59,7 +59,8 @@ PASSWD = (f"root:x:0:0:root:/root:/bin/sh\n"
           f"wfbench:x:{SANDBOX_UID}:{SANDBOX_UID}::{SANDBOX_HOME}:/bin/bash\n")
 GROUP = f"root:x:0:\nwfbench:x:{SANDBOX_UID}:\n"
 INSTALL_HINT = (
-    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and make sure user "
+    "install bubblewrap 0.8 or later, not setuid (Debian 12/Ubuntu 24.04: apt-get install "
+    "bubblewrap; it must know --disable-userns) and make sure user "
     "namespaces are allowed (sysctl kernel.unprivileged_userns_clone=1 / "
     "kernel.apparmor_restrict_unprivileged_userns=0)"
 )
@@ -325,10 +326,14 @@ class BubblewrapSandbox(Sandbox):
             source = workspace.merged
         else:
             source = workspace
+        # No user namespace of its own in the sandbox (so no namespace at all):
+        # every sandbox runs as the harness's user, and the kernel counts the
+        # user namespaces of all of them against one per-user limit; one command
+        # holding them would make every other cell's sandbox fail to start.
         argv = [
             "--die-with-parent", "--new-session", "--unshare-all",
-            "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-            "--cap-drop", "ALL", "--hostname", "wfbench",
+            "--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID),
+            "--gid", str(SANDBOX_UID), "--cap-drop", "ALL", "--hostname", "wfbench",
         ]
         if network:
             argv.append("--share-net")

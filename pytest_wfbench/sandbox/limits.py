@@ -8,6 +8,11 @@
   delegated cgroup v2 subtree); an out-of-memory kill there names the limit.
 - ``processes``: a pids cgroup (the kernel) when available; otherwise
   RLIMIT_NPROC, which the kernel counts per user and does not apply to root.
+- CPU, not a limit but a share: with the cpu controller, each command is one
+  cpu cgroup of the default weight, so commands running at once share the
+  processors as equals however many processes (or sessions) each one starts;
+  without it the scheduler shares them per session, and one command of many
+  sessions slowed every other cell's commands into their timeouts.
 - ``tmp``: the private /tmp is a tmpfs of that size (bubblewrap ``--size``).
 - ``disk`` and ``files``: what the workspace and HOME hold, watched by the
   harness while a session runs (a poll that kills the command) and checked
@@ -107,20 +112,26 @@ class Cgroups:
             _, controllers, path = line.split(":", 2)
             for controller in controllers.split(",") if controllers else [""]:
                 paths[controller] = path
+        candidates: list[Cgroups] = []
         if "pids" in paths and "memory" in paths:
-            candidate = cls(1, {c: CGROUP_ROOT / c / paths[c].lstrip("/")
-                                for c in ("pids", "memory")})
+            # With the cpu hierarchy where it can be used, else without it.
+            for wanted in (("pids", "memory", "cpu"), ("pids", "memory")):
+                if all(c in paths and (CGROUP_ROOT / c).is_dir() for c in wanted):
+                    candidates.append(cls(1, {c: CGROUP_ROOT / c / paths[c].lstrip("/")
+                                              for c in wanted}))
         elif "" in paths and (CGROUP_ROOT / "cgroup.controllers").exists():
+            # One folder for every controller: the cpu one shares the processors
+            # among its children when the parent enables it for them.
             parent = CGROUP_ROOT / paths[""].lstrip("/")
-            candidate = cls(2, {"pids": parent, "memory": parent})
-        else:
-            return None
-        try:
-            probe = candidate.create(Limits())
-        except OSError:
-            return None
-        probe.remove()
-        return candidate
+            candidates.append(cls(2, {"pids": parent, "memory": parent}))
+        for candidate in candidates:
+            try:
+                probe = candidate.create(Limits())
+            except OSError:
+                continue
+            probe.remove()
+            return candidate
+        return None
 
     def create(self, limits: Limits) -> CommandCgroups:
         name = f"wfbench-{secrets.token_hex(6)}"

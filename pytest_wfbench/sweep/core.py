@@ -197,6 +197,37 @@ class Sweep:
         self.store.prepare()
         self.identity.work_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
 
+    def check_read_only_paths(self) -> None:
+        """Controller, before any cell: no task's ``sandbox.read_only`` path (bound
+        into every command of its cells) may hold, or lie inside, what only the
+        harness reads: the cache dir (templates' hidden files, expected tests),
+        the work dir (staged oracles, other cells), the out dir, or any task's
+        repository, task file, oracle files, gold patch. A usage error names the
+        task and the path."""
+        guarded: list[tuple[Path, str]] = [(self.identity.work_dir, "the sweep's work dir"),
+                                           (self.identity.out_dir, "the out dir")]
+        if self.options.cache_dir is not None:
+            guarded.append((self.options.cache_dir, "the cache dir"))
+        tasks = [task for task_file in self.task_files for task in task_file.tasks]
+        for task in tasks:
+            if not task.repo.is_url:
+                guarded.append((Path(task.repo.location), f"task {task.id!r}'s repository"))
+            guarded.append((task.source, f"task {task.id!r}'s task file"))
+            for path, what in ((task.oracle.files, "oracle files"), (task.gold, "gold patch")):
+                if path is not None:
+                    guarded.append((path, f"task {task.id!r}'s {what}"))
+        resolved = [(Path(os.path.realpath(path)), what) for path, what in guarded]
+        for task in tasks:
+            for value in task.sandbox.read_only:
+                exposed = Path(os.path.realpath(value))
+                for path, what in resolved:
+                    if path.is_relative_to(exposed) or exposed.is_relative_to(path):
+                        raise TaskFileError(
+                            task.source, task.line,
+                            f"{value!r} would show every sandbox of the task {what} "
+                            f"({path}): name a folder that holds none of it",
+                            task=task.id, field="sandbox.read_only")
+
     def resolve_refs(self) -> None:
         """Controller, before the out dir is made: every task's ref resolves to a
         commit (once per sweep; workers read the same record), or the sweep is a
