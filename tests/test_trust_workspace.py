@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -511,3 +512,19 @@ def test_the_skills_fingerprint_reads_an_arms_folder_safely(
     assert fingerprint(tmp_path / "nowhere").startswith("unreadable")
     (plain / SKILLS_DIR / "work" / "SKILL.md").write_text("changed\n")
     assert fingerprint(plain) != honest
+
+
+def test_the_empty_cgroups_a_killed_harness_left_are_removed_once_stale(tmp_path: Path) -> None:
+    pids, memory = tmp_path / "pids", tmp_path / "memory"
+    old = time.time() - 2 * 3600
+    for parent in (pids, memory):
+        for name in ("wfbench-stale", "wfbench-fresh", "wfbench-busy", "other-stale"):
+            (parent / name).mkdir(parents=True)
+        (parent / "wfbench-busy" / "cgroup.procs").write_text("123\n")  # not empty
+        for name in ("wfbench-stale", "wfbench-busy", "other-stale"):
+            os.utime(parent / name, (old, old))
+    removed = Cgroups(1, {"pids": pids, "memory": memory}).remove_stale()
+    assert removed == 2
+    for parent in (pids, memory):
+        assert sorted(p.name for p in parent.iterdir()) == ["other-stale", "wfbench-busy",
+                                                            "wfbench-fresh"]

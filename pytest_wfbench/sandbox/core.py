@@ -260,7 +260,12 @@ class Sandbox(abc.ABC):
 
 @functools.lru_cache(maxsize=1)
 def _detected_cgroups() -> Cgroups | None:
-    return Cgroups.detect()
+    """The command cgroups of this process, found once (with the empty ones an
+    earlier, killed harness left behind removed)."""
+    cgroups = Cgroups.detect()
+    if cgroups is not None:
+        cgroups.remove_stale()
+    return cgroups
 
 
 def _memfd(name: str, data: bytes) -> int:

@@ -92,6 +92,9 @@ def _nproc(limits: Limits) -> int:
     return running + limits.processes
 
 
+STALE_CGROUP_S = 3600.0
+
+
 class Cgroups:
     """Per-command pids and memory cgroups, when this process may create them."""
 
@@ -132,6 +135,23 @@ class Cgroups:
             probe.remove()
             return candidate
         return None
+
+    def remove_stale(self, older_than_s: float = STALE_CGROUP_S) -> int:
+        """Remove the empty command cgroups a killed harness left behind (its
+        commands' cgroups outlive a SIGKILL); only those older than
+        ``older_than_s``: a command's own is filled the moment it is made, and a
+        cgroup with a process in it cannot be removed. How many went."""
+        removed = 0
+        now = time.time()
+        for parent in set(self.parents.values()):
+            for path in parent.glob("wfbench-*"):
+                try:
+                    if now - path.stat().st_mtime > older_than_s:
+                        path.rmdir()
+                        removed += 1
+                except OSError:
+                    continue
+        return removed
 
     def create(self, limits: Limits) -> CommandCgroups:
         name = f"wfbench-{secrets.token_hex(6)}"
