@@ -20,6 +20,7 @@ from pytest_wfbench.stats import (
     ratio_of_sums_intervals,
     resampled_indices,
 )
+from pytest_wfbench.stats.sums import DrawnSums
 
 
 def columns(rng: random.Random, size: int) -> tuple[list[float], list[float]]:
@@ -43,6 +44,48 @@ def test_ratio_of_sums_intervals_are_cluster_bootstraps_of_pooled_savings(seed: 
         assert got == want
     assert got[0] is None and got[1] is None and got[-1] is None
     assert got[4] is not None
+
+
+def half_integers(rng: random.Random, size: int, top: int) -> list[float]:
+    return [rng.randrange(top) / 2 for _ in range(size)]
+
+
+@pytest.mark.parametrize("seed", [3, 20261130])
+def test_drawn_sums_of_half_integers_are_the_floats_of_summing_in_draw_order(seed: int) -> None:
+    rng = random.Random(seed)
+    size = 37
+    near_limit = 2**53 // size  # a doubled value this large still sums exactly
+    columns = [half_integers(rng, size, 10), half_integers(rng, size, 2 * 10**6),
+               [rng.uniform(0, 1e3) for _ in range(size)],  # not half-integers: loose
+               half_integers(rng, size, near_limit), [0.0] * size,
+               [*half_integers(rng, size - 1, 99), -0.5],  # negative: loose
+               [*half_integers(rng, size - 1, 99), float(2**53)],  # too large: loose
+               [float(v) for v in range(size)]]
+    drawn_sums = DrawnSums(columns)
+    assert [position for position, _, _ in drawn_sums.fields] == [0, 1, 3, 4, 7]
+    assert drawn_sums.loose == [2, 5, 6]
+    for drawn in resampled_indices(size, seed=seed, resamples=50):
+        want = [sum(column[i] for i in drawn) for column in columns]
+        got = drawn_sums.sums(drawn)
+        assert got == want
+        assert [math.copysign(1, v) for v in got] == [math.copysign(1, v) for v in want]
+    assert DrawnSums([[1.5]]).sums([0]) == [1.5]
+
+
+@pytest.mark.parametrize("seed", [4, 20261130])
+def test_ratio_of_sums_intervals_of_half_integer_medians_are_the_bootstraps(seed: int) -> None:
+    """Token medians (half-integers) take the packed sums; the intervals are the
+    direct bootstrap's to the bit."""
+    rng = random.Random(seed)
+    shared = half_integers(rng, 60, 10**6)
+    cases = [(shared, half_integers(rng, 60, 10**6)), (shared, half_integers(rng, 60, 10**3)),
+             (half_integers(rng, 2, 9), half_integers(rng, 2, 9)),
+             (shared, [rng.uniform(0, 1e5) for _ in range(60)])]
+    got = ratio_of_sums_intervals(cases, seed=seed, resamples=300)
+    want = [cluster_bootstrap(list(zip(b, a, strict=True)), pooled_saving, seed=seed,
+                              resamples=300) for b, a in cases]
+    assert got == want
+    assert all(interval is not None for interval in got)
 
 
 def test_ratio_of_sums_intervals_with_one_cluster_allowed() -> None:
