@@ -51,12 +51,11 @@ def median_of(rows: Sequence[Row], name: str) -> float | None:
     """Median over counted rows; null when no row has it, and for cost null
     when any counted row's cost is null (unknown is never zero)."""
     if name == "tokens":
-        values: list[float | None] = [float(total_tokens(row)) for row in rows]
+        present = [float(total_tokens(row)) for row in rows]
     else:  # metric() inlined: a large sweep asks this of every row and metric
-        values = [None if (value := row.get(name)) is None else float(value) for row in rows]
-    if not values or (name == "cost_usd" and any(v is None for v in values)):
+        present = [float(value) for row in rows if (value := row.get(name)) is not None]
+    if not rows or (name == "cost_usd" and len(present) < len(rows)):
         return None
-    present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
 
 

@@ -63,9 +63,14 @@ def audit_tasks(rows: Sequence[dict[str, Any]]) -> list[TaskAudit]:
     for row in rows:
         if row.get("lane", "agent") != "agent" or row.get("status") != "ran":
             continue
-        entry = tasks.setdefault(str(row["task"]), TaskAudit(str(row["task"])))
-        outcome = "resolved" if row.get("resolved") else str(row.get("error_kind"))
+        task = str(row["task"])
+        entry = tasks.get(task)
+        if entry is None:
+            entry = tasks[task] = TaskAudit(task)
         audit = row.get("audit") or {}
+        if not audit and row.get("arm_kind") not in ("gold", "noop"):
+            continue  # an arm the audit does not judge (most rows of most sweeps)
+        outcome = "resolved" if row.get("resolved") else str(row.get("error_kind"))
         role = audit.get("role")
         if row.get("arm_kind") == "gold" and role is None:
             entry.gold = outcome

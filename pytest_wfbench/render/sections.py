@@ -51,24 +51,24 @@ def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
 def overhead_section(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Per arm: what its cells cost beyond their sessions (template, clone, judges,
     evidence), and the harness's share of the cells' time."""
-    ran = [r for r in rows if r.get("status") == "ran" and r.get("lane", "agent") == "agent"
-           and r.get("harness_overhead_s") is not None]
-    if not ran:
-        return []
     by_arm: dict[str, list[dict[str, Any]]] = {}
-    for row in ran:
-        by_arm.setdefault(str(row["arm"]), []).append(row)
+    for row in rows:
+        if (row.get("status") == "ran" and row.get("lane", "agent") == "agent"
+                and row.get("harness_overhead_s") is not None):
+            by_arm.setdefault(str(row["arm"]), []).append(row)
+    if not by_arm:
+        return []
     body = []
     for arm, arm_rows in sorted(by_arm.items()):
-        total = sum(float(r["duration_s"]) for r in arm_rows)
-        overhead = sum(float(r["harness_overhead_s"]) for r in arm_rows)
+        durations = [float(r["duration_s"]) for r in arm_rows]
+        overheads = [float(r["harness_overhead_s"]) for r in arm_rows]
+        total = sum(durations)
         stages = _stage_values(arm_rows)
         slowest = sorted(((statistics.median(v), k) for k, v in stages.items()
                           if k != "session"), reverse=True)[:3]
-        body.append([arm, str(len(arm_rows)),
-                     fmt(statistics.median(float(r["duration_s"]) for r in arm_rows), 2),
-                     fmt(statistics.median(float(r["harness_overhead_s"]) for r in arm_rows), 2),
-                     "n/a" if total <= 0 else f"{overhead / total:.0%}",
+        body.append([arm, str(len(arm_rows)), fmt(statistics.median(durations), 2),
+                     fmt(statistics.median(overheads), 2),
+                     "n/a" if total <= 0 else f"{sum(overheads) / total:.0%}",
                      ", ".join(f"{name} {ms:,.0f} ms" for ms, name in slowest)])
     return ["## Harness overhead", "",
             "A cell's duration minus its session's: template, clone, setup, judges, "
