@@ -17,6 +17,7 @@ from pytest_wfbench.stats import (
     exact_mcnemar,
     pass_at_k,
     pass_hat_k,
+    pass_k_series,
     ratio_of_sums_intervals,
     resampled_indices,
 )
@@ -134,6 +135,16 @@ def test_exact_mcnemar_is_the_binomial_tail(first: int, second: int) -> None:
     tail = sum(math.comb(n, i) for i in range(min(first, second) + 1))
     expected = 1.0 if n == 0 else float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
     assert exact_mcnemar(first, second) == expected
+
+
+def test_pass_k_series_are_pass_at_k_and_pass_hat_k_for_every_k() -> None:
+    for runs in [*range(41), 250]:
+        for resolved in range(runs + 1):
+            at, hat = pass_k_series(runs, resolved)
+            assert at == [pass_at_k(runs, resolved, k) for k in range(1, runs + 1)]
+            assert hat == [pass_hat_k(runs, resolved, k) for k in range(1, runs + 1)]
+    with pytest.raises(ValueError):
+        pass_k_series(3, 4)
 
 
 def test_pass_at_k_and_pass_hat_k_are_the_exact_ratios() -> None:
