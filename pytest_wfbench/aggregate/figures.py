@@ -59,6 +59,30 @@ def median_of(rows: Sequence[Row], name: str) -> float | None:
     return statistics.median(present) if present else None
 
 
+MEASURED = tuple(name for name in METRICS if name != "tokens")
+"""The metrics a row has as fields (``tokens`` is their total of USAGE_FIELDS)."""
+
+
+def medians_of(rows: Sequence[Row]) -> dict[str, float | None]:
+    """:func:`median_of` of every metric of METRICS, in that order: each row's
+    fields read once (a pass over many rows costs more than the work on them)."""
+    if not rows:
+        return dict.fromkeys(METRICS)
+    columns = dict(zip(MEASURED, zip(*[tuple(map(row.get, MEASURED)) for row in rows],
+                                      strict=True), strict=True))
+    usage = [columns[name] for name in USAGE_FIELDS]
+    totals = [float(int(a or 0) + int(b or 0) + int(c or 0) + int(d or 0))
+              for a, b, c, d in zip(*usage, strict=True)]  # total_tokens, in its order
+    medians: dict[str, float | None] = {"tokens": statistics.median(totals)}
+    for name in MEASURED:
+        present = [float(value) for value in columns[name] if value is not None]
+        if name == "cost_usd" and len(present) < len(rows):
+            medians[name] = None  # unknown is never zero
+        else:
+            medians[name] = statistics.median(present) if present else None
+    return medians
+
+
 @dataclass
 class TaskArm:
     """Figures of one (task, arm) over its rows."""
@@ -104,7 +128,7 @@ def task_arm_of_ordered(ordered: Sequence[Row], task: str, arm: str) -> TaskArm:
         excluded=[r for r in ran if not r.get("counted")],
         error_counts=dict(sorted(Counter(str(r["error_kind"]) for r in ran
                                          if r.get("error_kind")).items())),
-        medians={name: median_of(counted, name) for name in METRICS},
+        medians=medians_of(counted),
         counted_rows=counted,
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 from pytest_wfbench.aggregate import row_order
@@ -79,14 +80,19 @@ def overhead_section(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 def _stage_values(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
     """Each stage's times over the rows. Rows that time the same stages (most)
-    are taken a column at a time; the values' order does not matter (medians)."""
-    by_stages: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    are taken a stage at a time; the values' order does not matter (medians)."""
+    groups: list[tuple[Any, list[dict[str, float]]]] = []
     for row in rows:
         stage_ms = row.get("stage_ms") or {}
-        by_stages.setdefault(tuple(stage_ms), []).append(stage_ms)
+        names = stage_ms.keys()
+        for timed_names, timed in reversed(groups):  # the last group, most often
+            if names == timed_names:
+                timed.append(stage_ms)
+                break
+        else:
+            groups.append((names, [stage_ms]))
     stages: dict[str, list[float]] = {}
-    for names, timed in by_stages.items():
-        for name, column in zip(names, zip(*(t.values() for t in timed), strict=True),
-                                strict=True):
-            stages.setdefault(name, []).extend(map(float, column))
+    for names, timed in groups:
+        for name in names:
+            stages.setdefault(name, []).extend(map(float, map(itemgetter(name), timed)))
     return stages
