@@ -38,7 +38,7 @@ from pytest_wfbench import __version__
 from pytest_wfbench.projection import project
 
 CACHE = ".results.projections"
-FORMAT = 1
+FORMAT = 2
 """Of the entries: a change of the projected fields must change it."""
 MAGIC = b"WFP1"
 TAG = hashlib.sha256(f"{FORMAT}\0{__version__}\0{sys.version_info[:2]}\0{marshal.version}"

@@ -94,6 +94,48 @@ def test_the_report_is_the_same_from_projections_cold_and_warm(
     assert (warm.hits, warm.parsed, warm.rewritten) == (warm.lines, 0, False)
 
 
+def audited_and_promoted() -> list[dict[str, Any]]:
+    """Rows whose projections the audit (a surviving mutant's artifacts) and the
+    promotion gate (the tasks' and oracles' digests) read."""
+    rng = random.Random(5)
+    rows: list[dict[str, Any]] = []
+    for t in range(4):
+        for arm in ("workflow", "candidate_workflow"):
+            for r in range(1, 5):
+                rows.append(agent_row(rng, f"task-{t}", arm, r))
+        rows.append(row(f"task-{t}", "gold", resolved=True, arm_kind="gold",
+                        oracle_passed=True, authored_tests_passed=True))
+        rows.append(row(f"task-{t}", f"mutant-{t}", kind="oracle-failed", oracle_passed=True,
+                        authored_tests_passed=True, artifacts=[f"artifacts/m{t}.patch"],
+                        audit={"role": "mutant", "name": f"m{t}", "description": "flip",
+                               "counts": {"mutants": 1}}))
+    for each in rows:
+        each["sweep_id"] = SWEEP
+    return rows
+
+
+def test_the_audit_and_the_promotion_evidence_are_the_same_from_projections(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = audited_and_promoted()
+    out = write_out_dir(tmp_path / "out", rows, baseline="workflow")
+    projected = {r["cell_id"]: r for r in build_report(out).rows}
+    survivor = projected["task-0-mutant-0-r1"]
+    assert not listed(survivor) and survivor["artifacts"] == ["artifacts/m0.patch"]
+    ordinary = projected["task-0-workflow-r1"]
+    if not listed(ordinary):
+        assert "artifacts" not in ordinary and set(ordinary["identity"]) == {"task", "oracle"}
+    with monkeypatch.context() as patched:
+        patched.setattr(rowcache, "project", lambda r: r)
+        copy = tmp_path / "whole"
+        shutil.copytree(out, copy)
+        (copy / CACHE).unlink(missing_ok=True)
+        whole = build_report(copy).files
+    files = build_report(out).files
+    assert "### Surviving mutants" in files["report.md"] and "m0.patch" in files["report.md"]
+    assert "promotion.json" in files and '"task_prompts"' in files["promotion.json"]
+    assert files == {name: text.replace(str(copy), str(out)) for name, text in whole.items()}
+
+
 def test_projected_rows_hold_only_the_reported_fields(tmp_path: Path) -> None:
     rows = variety()
     out = write_out_dir(tmp_path / "out", rows)
@@ -118,7 +160,10 @@ def test_the_projection_of_a_row() -> None:
     assert ordinary and len(ordinary) < len(rows)
     first, second = (project(dict(r)) for r in ordinary[:2])
     for key in PROJECTED:
-        assert first.get(key) == ordinary[0].get(key)
+        if key not in ("identity", "artifacts"):
+            assert first.get(key) == ordinary[0].get(key)
+    assert first["identity"] == {part: ordinary[0]["identity"][part] for part in ("task", "oracle")}
+    assert "artifacts" not in first  # only the audit's rows keep theirs
     assert first["task"] is second["task"] and first["arm"] is second["arm"]  # shared
     assert next(iter(first["stage_ms"])) is next(iter(second["stage_ms"]))
     for r in rows:
