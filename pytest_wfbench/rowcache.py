@@ -190,22 +190,27 @@ def latest_rows(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     cached, use.frames = load_entries(out_dir)
     latest: dict[str, Row] = {}
     seen: list[tuple[bytes, Entry]] = []
+    found, sha256 = cached.get, hashlib.sha256  # line_key, inlined: once per line
+    lines_read = missed = parsed = 0
     for line in lines:
         if not line or line.isspace():
             continue
-        use.lines += 1
-        key = line_key(line)
-        entry = cached.get(key)
+        lines_read += 1
+        key = sha256(line).digest()
+        entry = found(key)
         if entry is None:
-            use.missed += 1
+            missed += 1
             row = _parsed(line)
             if row is None:
                 continue
-            use.parsed += 1
+            parsed += 1
             entry = project(row)
         seen.append((key, entry))
         if sweep_id is None or entry.get("sweep_id") == sweep_id:
             latest[str(entry.get("cell_id"))] = entry
+    use.lines += lines_read
+    use.missed += missed
+    use.parsed += parsed
     use.hits = use.lines - use.missed
     use.stale = len(cached.keys() - {key for key, _ in seen})
     if use.stale or use.missed * REWRITE_SHARE > use.lines:
