@@ -106,6 +106,10 @@ def test_resampled_indices_are_the_bootstraps_draws() -> None:
 
     cluster_bootstrap(list(range(9)), record, seed=5, resamples=4)
     assert list(resampled_indices(9, seed=5, resamples=4)) == drawn
+    for size in (1, 2, 1000):
+        rng = random.Random(8)
+        want = [rng.choices(range(size), k=size) for _ in range(3)]
+        assert list(resampled_indices(size, seed=8, resamples=3)) == want
     with pytest.raises(ValueError):
         list(resampled_indices(3, resamples=0))
 

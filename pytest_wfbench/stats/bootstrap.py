@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import TypeVar
 
 from pytest_wfbench.stats.interval import Interval
@@ -99,10 +100,12 @@ def resampled_indices(size: int, *, seed: int = DEFAULT_SEED,
     from them is the same number, draw for draw."""
     if resamples < 1:
         raise ValueError(f"a bootstrap needs at least one resample, not {resamples}")
-    rng = random.Random(seed)
-    index = range(size)
+    # What rng.choices(range(size), k=size) computes (floor(random() * n) for each
+    # draw, n a float), from C iterators alone: the same draws, a few times faster.
+    scale = float(size).__mul__
+    uniform = iter(random.Random(seed).random, None)  # random() never returns None
     for _ in range(resamples):
-        yield rng.choices(index, k=size)
+        yield list(map(math.floor, map(scale, islice(uniform, size))))
 
 
 def ratio_of_sums_intervals(
