@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from benchmarks.outdirs import agent_row
 from pytest_wfbench import rowcache
 from pytest_wfbench.outdir import build_report, latest_per_cell
-from pytest_wfbench.projection import PROJECTED, listed, project
+from pytest_wfbench.projection import IDENTITY_PARTS, PROJECTED, SHARED_KEYS, listed, project
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.rowcache import CACHE, CachedRows, CacheUse, latest_rows, load_entries
 from pytest_wfbench.store import ResultsStore, iter_rows, result_lines
@@ -265,3 +266,36 @@ def test_compacting_the_results_leaves_stale_entries_that_a_report_drops(
     assert (report.rows[-1]["cell_id"], report.rows[-1]["duration_s"]) == \
         (again["cell_id"], again["duration_s"])
     assert len(load_entries(out)[0]) == 6
+
+
+def test_the_projection_takes_each_projected_field_as_the_definition_says() -> None:
+    """project() against its definition written out field by field."""
+
+    def by_definition(r: dict[str, Any]) -> dict[str, Any]:
+        if listed(r):
+            return r
+        out: dict[str, Any] = {}
+        for key in PROJECTED:
+            value = r.get(key)
+            if value is None or (key == "artifacts" and not r.get("audit")):
+                continue
+            if key == "identity" and isinstance(value, dict):
+                value = {p: d for p, d in value.items() if p in IDENTITY_PARTS}
+            out[key] = value
+        return out
+
+    rng = random.Random(9)
+    rows = [agent_row(rng, "t", "workflow", run) for run in range(1, 40)]
+    rows += [row("t", "a", identity="not a dict", stage_ms=[1, 2], artifacts=["x"]),
+             row("t", "a", audit={"role": "mutant"}, artifacts=["m.patch"],
+                 identity={"oracle": "o", "other": "x"}, stage_ms={"clone": 1.0})]
+    for r in rows:
+        projected = project(dict(r))
+        assert projected == by_definition(r)
+        assert list(projected) == list(by_definition(r))
+        for key in SHARED_KEYS:
+            if isinstance(projected.get(key), str):
+                assert projected[key] is sys.intern(projected[key])
+        stage_ms = projected.get("stage_ms")
+        if isinstance(stage_ms, dict) and not listed(r):
+            assert all(name is sys.intern(name) for name in stage_ms)
