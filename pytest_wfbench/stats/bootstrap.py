@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterator, Sequence
-from itertools import islice
 from typing import TypeVar
 
 from pytest_wfbench.stats.interval import Interval
@@ -100,12 +99,10 @@ def resampled_indices(size: int, *, seed: int = DEFAULT_SEED,
     from them is the same number, draw for draw."""
     if resamples < 1:
         raise ValueError(f"a bootstrap needs at least one resample, not {resamples}")
-    # What rng.choices(range(size), k=size) computes (floor(random() * n) for each
-    # draw, n a float), from C iterators alone: the same draws, a few times faster.
-    scale = float(size).__mul__
-    uniform = iter(random.Random(seed).random, None)  # random() never returns None
+    rng = random.Random(seed)
+    index = range(size)
     for _ in range(resamples):
-        yield list(map(math.floor, map(scale, islice(uniform, size))))
+        yield rng.choices(index, k=size)
 
 
 def ratio_of_sums_intervals(
