@@ -34,6 +34,7 @@ NUMBERS = ("run", "resolved", "counted", "reused", "review_scored", *USAGE_FIELD
 """Figures and flags, kept as they are."""
 EXTRA_SHARED = ("arm_kind", "overlay_digest", "skills_fingerprint")
 SHARED_KEYS = (*SHARED, *EXTRA_SHARED)
+INTERNED = frozenset(SHARED_KEYS)
 FLAGS = ("authored_tests_passed", "oracle_passed")
 PROJECTED = ("cell_id", *SHARED, *EXTRA_SHARED, *NUMBERS, *FLAGS, "review", "stage_ms",
              "audit", "artifacts", "identity")
@@ -57,30 +58,20 @@ def project(row: Row) -> Row:
     of PROJECTED it has (not None)."""
     if listed(row):
         return row
-    # Every row of a cold report passes here: the fields are taken by C iterators,
-    # then the few that need it are shared or cut down.
-    out: Row = {key: value for key, value in zip(PROJECTED, map(row.get, PROJECTED), strict=True)
-                if value is not None}
-    for key in SHARED_KEYS:
-        value = out.get(key)
-        if isinstance(value, str):
-            out[key] = sys.intern(value)
-    identity = out.get("identity")
-    if isinstance(identity, dict):
-        out["identity"] = {part: sys.intern(digest) if isinstance(digest, str) else digest
-                           for part, digest in identity.items() if part in IDENTITY_PARTS}
-    if "artifacts" in out and not row.get("audit"):
-        del out["artifacts"]  # only the audit lists a row's artifacts (a surviving mutant's)
-    stage_ms = out.get("stage_ms")
-    if isinstance(stage_ms, dict):
-        out["stage_ms"] = _shared_names(stage_ms)
+    out: Row = {}
+    for key in PROJECTED:
+        value = row.get(key)
+        if value is None:
+            continue
+        if key in INTERNED and isinstance(value, str):
+            value = sys.intern(value)
+        elif key == "identity" and isinstance(value, dict):
+            value = {part: sys.intern(digest) if isinstance(digest, str) else digest
+                     for part, digest in value.items() if part in IDENTITY_PARTS}
+        elif key == "artifacts" and not row.get("audit"):
+            continue  # only the audit lists a row's artifacts (a surviving mutant's)
+        elif key == "stage_ms" and isinstance(value, dict):
+            value = {sys.intern(name) if isinstance(name, str) else name: ms
+                     for name, ms in value.items()}
+        out[key] = value
     return out
-
-
-def _shared_names(stage_ms: dict[Any, Any]) -> dict[Any, Any]:
-    """stage_ms with its stage names shared (interned)."""
-    try:
-        return dict(zip(map(sys.intern, stage_ms), stage_ms.values(), strict=True))
-    except TypeError:  # a name that is not a str
-        return {sys.intern(name) if isinstance(name, str) else name: ms
-                for name, ms in stage_ms.items()}
