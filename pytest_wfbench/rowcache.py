@@ -50,6 +50,8 @@ BATCH = 64
 """Rows a writer's frame holds."""
 REWRITE_SHARE = 100
 """A report rewrites the cache when more than one line in this many was not in it."""
+REWRITE_BATCH = 4096
+"""Entries a frame of a rewritten cache holds."""
 
 Row = dict[str, Any]
 Entry = Row
@@ -144,11 +146,15 @@ class CachedRows:
 
 
 def rewrite_entries(out_dir: Path, entries: list[tuple[bytes, Entry]]) -> None:
-    """Replace the cache by exactly these entries, in one frame."""
+    """Replace the cache by exactly these entries, REWRITE_BATCH to a frame (a
+    frame is made, and read, whole: one frame of 100,000 rows would cost a report
+    its whole payload in memory at once, twice over while it is written)."""
     path = out_dir / CACHE
     temporary = path.with_name(f"{CACHE}.{os.getpid()}.new")
     try:
-        temporary.write_bytes(_frame(entries))
+        with temporary.open("wb") as out:
+            for start in range(0, max(len(entries), 1), REWRITE_BATCH):
+                out.write(_frame(entries[start:start + REWRITE_BATCH]))
         os.replace(temporary, path)
     except (OSError, ValueError):
         with contextlib.suppress(OSError):

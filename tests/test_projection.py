@@ -207,6 +207,22 @@ def test_a_line_that_changed_is_parsed_again_not_taken_from_the_cache(tmp_path: 
     assert next(r for r in report.rows if r["cell_id"] == changed["cell_id"])["resolved"]
 
 
+def test_a_rewritten_cache_holds_its_entries_a_batch_to_a_frame(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = write_out_dir(tmp_path / "out", variety())
+    expected = report_of_whole_rows(out, monkeypatch)
+    monkeypatch.setattr(rowcache, "REWRITE_BATCH", 7)
+    cold, warm = CacheUse(), CacheUse()
+    assert build_report(out, use=cold).files["report.md"] == expected
+    entries, frames = load_entries(out)
+    assert cold.rewritten and len(entries) == cold.lines > 7
+    assert frames == -(-cold.lines // 7)
+    assert build_report(out, use=warm).files["report.md"] == expected
+    assert (warm.hits, warm.frames, warm.rewritten) == (warm.lines, frames, False)
+    rowcache.rewrite_entries(out, [])
+    assert load_entries(out) == ({}, 1)  # an empty cache is one empty frame
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "other tag"])
 def test_a_damaged_cache_is_read_as_far_as_it_checks_and_rebuilt(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
