@@ -106,8 +106,27 @@ def state_reason(record: dict[str, Any]) -> str | None:
 
 def provenance(rows: list[dict[str, Any]], record: dict[str, Any]) -> dict[str, Any]:
     """The report's closing facts: what ran, how, and what was left out."""
-    ran = sorted({r["task"] for r in rows if r.get("status") == "ran"})
-    skipped = sorted({r["task"] for r in rows if r.get("status") == "skipped"} - set(ran))
+    ran_tasks: set[Any] = set()
+    skipped_tasks: set[Any] = set()
+    models: set[Any] = set()
+    efforts: set[Any] = set()
+    arms: set[Any] = set()
+    notes: set[str] = set()
+    for r in rows:  # one pass: a sweep may have 100,000 rows
+        status = r.get("status")
+        if status == "ran":
+            ran_tasks.add(r["task"])
+            if not r.get("counted"):
+                notes.add(f"{r['cell_id']}: {r['error_kind']}")
+        elif status == "skipped":
+            skipped_tasks.add(r["task"])
+        if r.get("model"):
+            models.add(r["model"])
+        if r.get("effort"):
+            efforts.add(r["effort"])
+        arms.add(r["arm"])
+    ran = sorted(ran_tasks)
+    skipped = sorted(skipped_tasks - ran_tasks)
     settings = record.get("settings") or {}
     state = sweep_state(record)
     facts: dict[str, Any] = {
@@ -115,20 +134,18 @@ def provenance(rows: list[dict[str, Any]], record: dict[str, Any]) -> dict[str, 
         "suite": record.get("suite"),
         "state": STATE_LINES.get(state, state) + (
             f" ({state_reason(record)})" if state != COMPLETE and state_reason(record) else ""),
-        "model": sorted({r["model"] for r in rows if r.get("model")}) or None,
-        "effort": sorted({r["effort"] for r in rows if r.get("effort")}) or None,
+        "model": sorted(models) or None,
+        "effort": sorted(efforts) or None,
         "selected tasks": ran,
         "skipped tasks": skipped,
-        "arms": sorted({r["arm"] for r in rows}),
+        "arms": sorted(arms),
         "runs per cell": settings.get("runs"),
         "harness version": record.get("harness_version"),
         "sandbox_backend": settings.get("sandbox_backend"),
         "clones": settings.get("clone"),
         "task files": [entry.get("path") for entry in record.get("task_files") or []],
         "out dir": record.get("out_dir"),
-        "partial-evidence notes": sorted(
-            {f"{r['cell_id']}: {r['error_kind']}" for r in rows
-             if r.get("status") == "ran" and not r.get("counted")}) or None,
+        "partial-evidence notes": sorted(notes) or None,
     }
     shard = record.get("shard")
     if isinstance(shard, dict) and shard.get("label"):

@@ -7,8 +7,9 @@ wins, harness errors, kept workspaces and the tool-cost lanes' rows. So the
 report is built from each row's projection, which is the row itself for a
 listed row, and otherwise a small dict of the fields below (those the row has,
 ``None`` left out: every reader of a projected field takes a missing one as
-``None``). Strings that repeat from row to row (task, arm, status, ...) are
-shared, not held once per row.
+``None``; of ``identity`` the parts the report reads, and ``artifacts`` only for
+the audit's rows). Strings that repeat from row to row (task, arm, status, ...)
+are shared, not held once per row.
 
 The same rows give the same report whether it is built from rows or from their
 projections (tests/test_projection.py checks it); a field read from every row
@@ -32,11 +33,16 @@ NUMBERS = ("run", "resolved", "counted", "reused", "review_scored", *USAGE_FIELD
            "harness_overhead_s", "num_turns", "diff_files", "diff_insertions", "diff_deletions")
 """Figures and flags, kept as they are."""
 EXTRA_SHARED = ("arm_kind", "overlay_digest", "skills_fingerprint")
+SHARED_KEYS = (*SHARED, *EXTRA_SHARED)
+INTERNED = frozenset(SHARED_KEYS)
 FLAGS = ("authored_tests_passed", "oracle_passed")
 PROJECTED = ("cell_id", *SHARED, *EXTRA_SHARED, *NUMBERS, *FLAGS, "review", "stage_ms",
              "audit", "artifacts", "identity")
 """Every field the report reads from a row it does not list (the audit's and the
 promotion gate's included)."""
+IDENTITY_PARTS = ("task", "oracle")
+"""What the promotion evidence reads of a row's identity (the task's and the
+oracle's digests, per task)."""
 
 
 def listed(row: Row) -> bool:
@@ -57,11 +63,13 @@ def project(row: Row) -> Row:
         value = row.get(key)
         if value is None:
             continue
-        if key in (*SHARED, *EXTRA_SHARED) and isinstance(value, str):
+        if key in INTERNED and isinstance(value, str):
             value = sys.intern(value)
         elif key == "identity" and isinstance(value, dict):
             value = {part: sys.intern(digest) if isinstance(digest, str) else digest
-                     for part, digest in value.items()}
+                     for part, digest in value.items() if part in IDENTITY_PARTS}
+        elif key == "artifacts" and not row.get("audit"):
+            continue  # only the audit lists a row's artifacts (a surviving mutant's)
         elif key == "stage_ms" and isinstance(value, dict):
             value = {sys.intern(name) if isinstance(name, str) else name: ms
                      for name, ms in value.items()}

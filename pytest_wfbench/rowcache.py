@@ -38,7 +38,7 @@ from pytest_wfbench import __version__
 from pytest_wfbench.projection import project
 
 CACHE = ".results.projections"
-FORMAT = 1
+FORMAT = 2
 """Of the entries: a change of the projected fields must change it."""
 MAGIC = b"WFP1"
 TAG = hashlib.sha256(f"{FORMAT}\0{__version__}\0{sys.version_info[:2]}\0{marshal.version}"
@@ -50,6 +50,8 @@ BATCH = 64
 """Rows a writer's frame holds."""
 REWRITE_SHARE = 100
 """A report rewrites the cache when more than one line in this many was not in it."""
+REWRITE_BATCH = 4096
+"""Entries a frame of a rewritten cache holds."""
 
 Row = dict[str, Any]
 Entry = Row
@@ -144,11 +146,15 @@ class CachedRows:
 
 
 def rewrite_entries(out_dir: Path, entries: list[tuple[bytes, Entry]]) -> None:
-    """Replace the cache by exactly these entries, in one frame."""
+    """Replace the cache by exactly these entries, REWRITE_BATCH to a frame (a
+    frame is made, and read, whole: one frame of 100,000 rows would cost a report
+    its whole payload in memory at once, twice over while it is written)."""
     path = out_dir / CACHE
     temporary = path.with_name(f"{CACHE}.{os.getpid()}.new")
     try:
-        temporary.write_bytes(_frame(entries))
+        with temporary.open("wb") as out:
+            for start in range(0, max(len(entries), 1), REWRITE_BATCH):
+                out.write(_frame(entries[start:start + REWRITE_BATCH]))
         os.replace(temporary, path)
     except (OSError, ValueError):
         with contextlib.suppress(OSError):
@@ -190,22 +196,27 @@ def latest_rows(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     cached, use.frames = load_entries(out_dir)
     latest: dict[str, Row] = {}
     seen: list[tuple[bytes, Entry]] = []
+    found, sha256 = cached.get, hashlib.sha256  # line_key, inlined: once per line
+    lines_read = missed = parsed = 0
     for line in lines:
         if not line or line.isspace():
             continue
-        use.lines += 1
-        key = line_key(line)
-        entry = cached.get(key)
+        lines_read += 1
+        key = sha256(line).digest()
+        entry = found(key)
         if entry is None:
-            use.missed += 1
+            missed += 1
             row = _parsed(line)
             if row is None:
                 continue
-            use.parsed += 1
+            parsed += 1
             entry = project(row)
         seen.append((key, entry))
         if sweep_id is None or entry.get("sweep_id") == sweep_id:
             latest[str(entry.get("cell_id"))] = entry
+    use.lines += lines_read
+    use.missed += missed
+    use.parsed += parsed
     use.hits = use.lines - use.missed
     use.stale = len(cached.keys() - {key for key, _ in seen})
     if use.stale or use.missed * REWRITE_SHARE > use.lines:

@@ -140,7 +140,8 @@ def result_lines(path: Path, offset: int = 0) -> Iterator[bytes]:
         stream.seek(offset)
         pending = b""
         while chunk := stream.read(1 << 20):
-            lines = (pending + chunk).split(b"\n")
+            lines = chunk.split(b"\n")
+            lines[0] = pending + lines[0]  # not pending + chunk: a copy of every chunk
             pending = lines.pop()
             yield from lines
         if pending:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from pytest_wfbench.aggregate import (
     savings,
     summarize,
 )
+from pytest_wfbench.aggregate.figures import METRICS, medians_of
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.stats import (
     PairedTable,
@@ -282,3 +284,24 @@ def test_a_torn_last_line_does_not_swallow_the_next_row(tmp_path: Path) -> None:
         handle.write('{"cell_id": "b", "sweep_')  # a writer killed mid-line
     store.append({"cell_id": "c", "sweep_id": "s"})
     assert [row["cell_id"] for row in read_rows(store.results, "s")] == ["a", "c"]
+
+
+def test_medians_of_every_metric_are_median_of_each() -> None:
+    rng = random.Random(11)
+    for size in (0, 1, 2, 3, 10, 51):
+        rows = []
+        for _ in range(size):
+            fields: dict[str, Any] = {}
+            for name in METRICS[1:]:
+                draw = rng.random()
+                if draw < 0.6:
+                    fields[name] = rng.randrange(0, 10**6) if draw < 0.3 else rng.uniform(0, 1e3)
+                elif draw < 0.8:
+                    fields[name] = None
+            rows.append(fields)
+        medians = medians_of(rows)
+        assert list(medians) == list(METRICS)
+        assert medians == {name: median_of(rows, name) for name in METRICS}
+    known = [{"cost_usd": 1.0, "input_tokens": 3}, {"cost_usd": 2.0, "output_tokens": 2}]
+    assert medians_of(known)["cost_usd"] == 1.5 and medians_of(known)["tokens"] == 2.5
+    assert medians_of([*known, {}])["cost_usd"] is None

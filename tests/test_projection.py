@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from benchmarks.outdirs import agent_row
 from pytest_wfbench import rowcache
 from pytest_wfbench.outdir import build_report, latest_per_cell
-from pytest_wfbench.projection import PROJECTED, listed, project
+from pytest_wfbench.projection import IDENTITY_PARTS, PROJECTED, SHARED_KEYS, listed, project
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.rowcache import CACHE, CachedRows, CacheUse, latest_rows, load_entries
 from pytest_wfbench.store import ResultsStore, iter_rows, result_lines
@@ -94,6 +95,48 @@ def test_the_report_is_the_same_from_projections_cold_and_warm(
     assert (warm.hits, warm.parsed, warm.rewritten) == (warm.lines, 0, False)
 
 
+def audited_and_promoted() -> list[dict[str, Any]]:
+    """Rows whose projections the audit (a surviving mutant's artifacts) and the
+    promotion gate (the tasks' and oracles' digests) read."""
+    rng = random.Random(5)
+    rows: list[dict[str, Any]] = []
+    for t in range(4):
+        for arm in ("workflow", "candidate_workflow"):
+            for r in range(1, 5):
+                rows.append(agent_row(rng, f"task-{t}", arm, r))
+        rows.append(row(f"task-{t}", "gold", resolved=True, arm_kind="gold",
+                        oracle_passed=True, authored_tests_passed=True))
+        rows.append(row(f"task-{t}", f"mutant-{t}", kind="oracle-failed", oracle_passed=True,
+                        authored_tests_passed=True, artifacts=[f"artifacts/m{t}.patch"],
+                        audit={"role": "mutant", "name": f"m{t}", "description": "flip",
+                               "counts": {"mutants": 1}}))
+    for each in rows:
+        each["sweep_id"] = SWEEP
+    return rows
+
+
+def test_the_audit_and_the_promotion_evidence_are_the_same_from_projections(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = audited_and_promoted()
+    out = write_out_dir(tmp_path / "out", rows, baseline="workflow")
+    projected = {r["cell_id"]: r for r in build_report(out).rows}
+    survivor = projected["task-0-mutant-0-r1"]
+    assert not listed(survivor) and survivor["artifacts"] == ["artifacts/m0.patch"]
+    ordinary = projected["task-0-workflow-r1"]
+    if not listed(ordinary):
+        assert "artifacts" not in ordinary and set(ordinary["identity"]) == {"task", "oracle"}
+    with monkeypatch.context() as patched:
+        patched.setattr(rowcache, "project", lambda r: r)
+        copy = tmp_path / "whole"
+        shutil.copytree(out, copy)
+        (copy / CACHE).unlink(missing_ok=True)
+        whole = build_report(copy).files
+    files = build_report(out).files
+    assert "### Surviving mutants" in files["report.md"] and "m0.patch" in files["report.md"]
+    assert "promotion.json" in files and '"task_prompts"' in files["promotion.json"]
+    assert files == {name: text.replace(str(copy), str(out)) for name, text in whole.items()}
+
+
 def test_projected_rows_hold_only_the_reported_fields(tmp_path: Path) -> None:
     rows = variety()
     out = write_out_dir(tmp_path / "out", rows)
@@ -118,7 +161,10 @@ def test_the_projection_of_a_row() -> None:
     assert ordinary and len(ordinary) < len(rows)
     first, second = (project(dict(r)) for r in ordinary[:2])
     for key in PROJECTED:
-        assert first.get(key) == ordinary[0].get(key)
+        if key not in ("identity", "artifacts"):
+            assert first.get(key) == ordinary[0].get(key)
+    assert first["identity"] == {part: ordinary[0]["identity"][part] for part in ("task", "oracle")}
+    assert "artifacts" not in first  # only the audit's rows keep theirs
     assert first["task"] is second["task"] and first["arm"] is second["arm"]  # shared
     assert next(iter(first["stage_ms"])) is next(iter(second["stage_ms"]))
     for r in rows:
@@ -159,6 +205,22 @@ def test_a_line_that_changed_is_parsed_again_not_taken_from_the_cache(tmp_path: 
     report = build_report(out, use=use)
     assert (use.missed, use.stale, use.rewritten) == (1, 1, True)
     assert next(r for r in report.rows if r["cell_id"] == changed["cell_id"])["resolved"]
+
+
+def test_a_rewritten_cache_holds_its_entries_a_batch_to_a_frame(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = write_out_dir(tmp_path / "out", variety())
+    expected = report_of_whole_rows(out, monkeypatch)
+    monkeypatch.setattr(rowcache, "REWRITE_BATCH", 7)
+    cold, warm = CacheUse(), CacheUse()
+    assert build_report(out, use=cold).files["report.md"] == expected
+    entries, frames = load_entries(out)
+    assert cold.rewritten and len(entries) == cold.lines > 7
+    assert frames == -(-cold.lines // 7)
+    assert build_report(out, use=warm).files["report.md"] == expected
+    assert (warm.hits, warm.frames, warm.rewritten) == (warm.lines, frames, False)
+    rowcache.rewrite_entries(out, [])
+    assert load_entries(out) == ({}, 1)  # an empty cache is one empty frame
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "other tag"])
@@ -220,3 +282,36 @@ def test_compacting_the_results_leaves_stale_entries_that_a_report_drops(
     assert (report.rows[-1]["cell_id"], report.rows[-1]["duration_s"]) == \
         (again["cell_id"], again["duration_s"])
     assert len(load_entries(out)[0]) == 6
+
+
+def test_the_projection_takes_each_projected_field_as_the_definition_says() -> None:
+    """project() against its definition written out field by field."""
+
+    def by_definition(r: dict[str, Any]) -> dict[str, Any]:
+        if listed(r):
+            return r
+        out: dict[str, Any] = {}
+        for key in PROJECTED:
+            value = r.get(key)
+            if value is None or (key == "artifacts" and not r.get("audit")):
+                continue
+            if key == "identity" and isinstance(value, dict):
+                value = {p: d for p, d in value.items() if p in IDENTITY_PARTS}
+            out[key] = value
+        return out
+
+    rng = random.Random(9)
+    rows = [agent_row(rng, "t", "workflow", run) for run in range(1, 40)]
+    rows += [row("t", "a", identity="not a dict", stage_ms=[1, 2], artifacts=["x"]),
+             row("t", "a", audit={"role": "mutant"}, artifacts=["m.patch"],
+                 identity={"oracle": "o", "other": "x"}, stage_ms={"clone": 1.0})]
+    for r in rows:
+        projected = project(dict(r))
+        assert projected == by_definition(r)
+        assert list(projected) == list(by_definition(r))
+        for key in SHARED_KEYS:
+            if isinstance(projected.get(key), str):
+                assert projected[key] is sys.intern(projected[key])
+        stage_ms = projected.get("stage_ms")
+        if isinstance(stage_ms, dict) and not listed(r):
+            assert all(name is sys.intern(name) for name in stage_ms)

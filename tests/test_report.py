@@ -9,6 +9,7 @@ from typing import Any
 
 from pytest_wfbench.aggregate import summarize
 from pytest_wfbench.decisions import Digests, PromotionContext, PromotionPolicy, decide
+from pytest_wfbench.outdir import provenance
 from pytest_wfbench.report import (
     overhead_section,
     promotion_lines,
@@ -160,3 +161,18 @@ def test_terminal_summary_is_compact() -> None:
     assert terminal[1].split() == ["baseline", "OBSERVED_OK", "4/6", "30%-90%", "0", "0",
                                    "1,000", "$1.0000", "60"]
     assert len(terminal) == 3
+
+
+def test_provenance_facts_from_the_rows() -> None:
+    rows = [{**row("t", "gold", resolved=True), "model": "m2", "effort": "high"},
+            {**row("t", "noop", kind="session-error"), "counted": False, "model": "m1"},
+            row("u", "gold", status="skipped"), row("t", "late", status="skipped"),
+            {**row("v", "gold", status="skipped"), "model": ""}]
+    facts = provenance(rows, {"settings": {"runs": 3}})
+    assert facts["selected tasks"] == ["t"]
+    assert facts["skipped tasks"] == ["u", "v"]
+    assert facts["model"] == ["m1", "m2"] and facts["effort"] == ["high"]
+    assert facts["arms"] == ["gold", "late", "noop"]
+    assert facts["partial-evidence notes"] == ["t-noop-r1: session-error"]
+    assert facts["runs per cell"] == 3
+    assert provenance([row("t", "gold", status="skipped")], {})["model"] is None

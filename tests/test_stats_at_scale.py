@@ -17,9 +17,11 @@ from pytest_wfbench.stats import (
     exact_mcnemar,
     pass_at_k,
     pass_hat_k,
+    pass_k_series,
     ratio_of_sums_intervals,
     resampled_indices,
 )
+from pytest_wfbench.stats.sums import DrawnSums
 
 
 def columns(rng: random.Random, size: int) -> tuple[list[float], list[float]]:
@@ -45,6 +47,48 @@ def test_ratio_of_sums_intervals_are_cluster_bootstraps_of_pooled_savings(seed: 
     assert got[4] is not None
 
 
+def half_integers(rng: random.Random, size: int, top: int) -> list[float]:
+    return [rng.randrange(top) / 2 for _ in range(size)]
+
+
+@pytest.mark.parametrize("seed", [3, 20261130])
+def test_drawn_sums_of_half_integers_are_the_floats_of_summing_in_draw_order(seed: int) -> None:
+    rng = random.Random(seed)
+    size = 37
+    near_limit = 2**53 // size  # a doubled value this large still sums exactly
+    columns = [half_integers(rng, size, 10), half_integers(rng, size, 2 * 10**6),
+               [rng.uniform(0, 1e3) for _ in range(size)],  # not half-integers: loose
+               half_integers(rng, size, near_limit), [0.0] * size,
+               [*half_integers(rng, size - 1, 99), -0.5],  # negative: loose
+               [*half_integers(rng, size - 1, 99), float(2**53)],  # too large: loose
+               [float(v) for v in range(size)]]
+    drawn_sums = DrawnSums(columns)
+    assert [position for position, _, _ in drawn_sums.fields] == [0, 1, 3, 4, 7]
+    assert drawn_sums.loose == [2, 5, 6]
+    for drawn in resampled_indices(size, seed=seed, resamples=50):
+        want = [sum(column[i] for i in drawn) for column in columns]
+        got = drawn_sums.sums(drawn)
+        assert got == want
+        assert [math.copysign(1, v) for v in got] == [math.copysign(1, v) for v in want]
+    assert DrawnSums([[1.5]]).sums([0]) == [1.5]
+
+
+@pytest.mark.parametrize("seed", [4, 20261130])
+def test_ratio_of_sums_intervals_of_half_integer_medians_are_the_bootstraps(seed: int) -> None:
+    """Token medians (half-integers) take the packed sums; the intervals are the
+    direct bootstrap's to the bit."""
+    rng = random.Random(seed)
+    shared = half_integers(rng, 60, 10**6)
+    cases = [(shared, half_integers(rng, 60, 10**6)), (shared, half_integers(rng, 60, 10**3)),
+             (half_integers(rng, 2, 9), half_integers(rng, 2, 9)),
+             (shared, [rng.uniform(0, 1e5) for _ in range(60)])]
+    got = ratio_of_sums_intervals(cases, seed=seed, resamples=300)
+    want = [cluster_bootstrap(list(zip(b, a, strict=True)), pooled_saving, seed=seed,
+                              resamples=300) for b, a in cases]
+    assert got == want
+    assert all(interval is not None for interval in got)
+
+
 def test_ratio_of_sums_intervals_with_one_cluster_allowed() -> None:
     cases = [([2.0], [1.0])]
     want = cluster_bootstrap([(2.0, 1.0)], pooled_saving, resamples=5, min_clusters=1)
@@ -62,6 +106,10 @@ def test_resampled_indices_are_the_bootstraps_draws() -> None:
 
     cluster_bootstrap(list(range(9)), record, seed=5, resamples=4)
     assert list(resampled_indices(9, seed=5, resamples=4)) == drawn
+    for size in (1, 2, 1000):
+        rng = random.Random(8)
+        want = [rng.choices(range(size), k=size) for _ in range(3)]
+        assert list(resampled_indices(size, seed=8, resamples=3)) == want
     with pytest.raises(ValueError):
         list(resampled_indices(3, resamples=0))
 
@@ -91,6 +139,16 @@ def test_exact_mcnemar_is_the_binomial_tail(first: int, second: int) -> None:
     tail = sum(math.comb(n, i) for i in range(min(first, second) + 1))
     expected = 1.0 if n == 0 else float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
     assert exact_mcnemar(first, second) == expected
+
+
+def test_pass_k_series_are_pass_at_k_and_pass_hat_k_for_every_k() -> None:
+    for runs in [*range(41), 250]:
+        for resolved in range(runs + 1):
+            at, hat = pass_k_series(runs, resolved)
+            assert at == [pass_at_k(runs, resolved, k) for k in range(1, runs + 1)]
+            assert hat == [pass_hat_k(runs, resolved, k) for k in range(1, runs + 1)]
+    with pytest.raises(ValueError):
+        pass_k_series(3, 4)
 
 
 def test_pass_at_k_and_pass_hat_k_are_the_exact_ratios() -> None:

@@ -15,8 +15,7 @@ from pytest_wfbench.stats import (
     SampleSize,
     exact_mcnemar,
     paired_difference_interval,
-    pass_at_k,
-    pass_hat_k,
+    pass_k_series,
     sample_size,
 )
 
@@ -102,14 +101,18 @@ class PassK:
 def pass_k(per_task: Sequence[TaskArm]) -> list[PassK]:
     """For k from 1 to the most counted runs an arm has on a task."""
     counted = [t for t in per_task if t.valid]
+    series: dict[tuple[int, int], tuple[list[float], list[float]]] = {}
+    for t in counted:
+        if (t.valid, t.resolved) not in series:
+            series[(t.valid, t.resolved)] = pass_k_series(t.valid, t.resolved)
+    columns = [series[(t.valid, t.resolved)] for t in counted]
     out = []
     for k in range(1, max((t.valid for t in counted), default=0) + 1):
-        eligible = [t for t in counted if t.valid >= k]
+        eligible = [column for t, column in zip(counted, columns, strict=True) if t.valid >= k]
         out.append(PassK(
             k=k, tasks=len(eligible),
             # Lists, not generators: fmean counts a generator item by item.
-            pass_at_k=statistics.fmean([pass_at_k(t.valid, t.resolved, k) for t in eligible]),
-            pass_hat_k=statistics.fmean([pass_hat_k(t.valid, t.resolved, k)
-                                         for t in eligible]),
+            pass_at_k=statistics.fmean([at[k - 1] for at, _ in eligible]),
+            pass_hat_k=statistics.fmean([hat[k - 1] for _, hat in eligible]),
         ))
     return out

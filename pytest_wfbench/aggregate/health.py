@@ -72,7 +72,9 @@ def arm_health(rows: Iterable[Row]) -> ArmHealth:
     skill-not-invoked included: the arm did not do what it is), DEGRADED when some
     are, OBSERVED_OK otherwise."""
     fresh = [r for r in rows if r.get("status") == "ran" and not r.get("reused")]  # is_fresh
-    classes = [error_class(r) for r in fresh]
+    kinds = [r.get("error_kind") for r in fresh]
+    class_of = {kind: ERROR_KINDS[kind].error_class for kind in set(kinds) if kind is not None}
+    classes = [None if kind is None else class_of[kind] for kind in kinds]  # error_class
     failed = [r for r, kind in zip(fresh, classes, strict=True)  # is_failure
               if kind not in (None, ErrorClass.VALID_NEGATIVE)]
     if not fresh:

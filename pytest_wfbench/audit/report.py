@@ -77,9 +77,14 @@ def audit_tasks(rows: Sequence[dict[str, Any]]) -> list[TaskAudit]:
     for row in rows:
         if row.get("lane", "agent") != "agent" or row.get("status") != "ran":
             continue
-        entry = tasks.setdefault(str(row["task"]), TaskAudit(str(row["task"])))
-        outcome = "resolved" if row.get("resolved") else str(row.get("error_kind"))
+        task = str(row["task"])
+        entry = tasks.get(task)
+        if entry is None:
+            entry = tasks[task] = TaskAudit(task)
         audit = row.get("audit") or {}
+        if not audit and row.get("arm_kind") not in ("gold", "noop"):
+            continue  # an arm the audit does not judge (most rows of most sweeps)
+        outcome = "resolved" if row.get("resolved") else str(row.get("error_kind"))
         role = audit.get("role")
         if row.get("arm_kind") == "gold" and role is None:
             entry.gold = outcome
@@ -102,13 +107,16 @@ def audit_tasks(rows: Sequence[dict[str, Any]]) -> list[TaskAudit]:
                 entry.survivors.append(row)
             else:
                 entry.killed_by_oracle += 1
+    hacked = _tasks_with_hacks(rows)
     return [entry for entry in tasks.values()
-            if entry.exploits or entry.probes or entry.mutants or _has_hacks(rows, entry.task)]
+            if entry.exploits or entry.probes or entry.mutants or entry.task in hacked]
 
 
-def _has_hacks(rows: Sequence[dict[str, Any]], task: str) -> bool:
-    return any((row.get("audit") or {}).get("role") == "hack" and row.get("task") == task
-               for row in rows)
+def _tasks_with_hacks(rows: Sequence[dict[str, Any]]) -> set[Any]:
+    """The tasks an exploit arm ran on (any row of it, whatever its lane and
+    status): found in one pass, not one pass per task."""
+    return {row.get("task") for row in rows
+            if (row.get("audit") or {}).get("role") == "hack"}
 
 
 def sound(audits: Sequence[TaskAudit], min_kill_rate: float) -> bool:

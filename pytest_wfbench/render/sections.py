@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 from pytest_wfbench.aggregate import row_order
@@ -51,24 +52,24 @@ def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
 def overhead_section(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Per arm: what its cells cost beyond their sessions (template, clone, judges,
     evidence), and the harness's share of the cells' time."""
-    ran = [r for r in rows if r.get("status") == "ran" and r.get("lane", "agent") == "agent"
-           and r.get("harness_overhead_s") is not None]
-    if not ran:
-        return []
     by_arm: dict[str, list[dict[str, Any]]] = {}
-    for row in ran:
-        by_arm.setdefault(str(row["arm"]), []).append(row)
+    for row in rows:
+        if (row.get("status") == "ran" and row.get("lane", "agent") == "agent"
+                and row.get("harness_overhead_s") is not None):
+            by_arm.setdefault(str(row["arm"]), []).append(row)
+    if not by_arm:
+        return []
     body = []
     for arm, arm_rows in sorted(by_arm.items()):
-        total = sum(float(r["duration_s"]) for r in arm_rows)
-        overhead = sum(float(r["harness_overhead_s"]) for r in arm_rows)
+        durations = [float(r["duration_s"]) for r in arm_rows]
+        overheads = [float(r["harness_overhead_s"]) for r in arm_rows]
+        total = sum(durations)
         stages = _stage_values(arm_rows)
         slowest = sorted(((statistics.median(v), k) for k, v in stages.items()
                           if k != "session"), reverse=True)[:3]
-        body.append([arm, str(len(arm_rows)),
-                     fmt(statistics.median(float(r["duration_s"]) for r in arm_rows), 2),
-                     fmt(statistics.median(float(r["harness_overhead_s"]) for r in arm_rows), 2),
-                     "n/a" if total <= 0 else f"{overhead / total:.0%}",
+        body.append([arm, str(len(arm_rows)), fmt(statistics.median(durations), 2),
+                     fmt(statistics.median(overheads), 2),
+                     "n/a" if total <= 0 else f"{sum(overheads) / total:.0%}",
                      ", ".join(f"{name} {ms:,.0f} ms" for ms, name in slowest)])
     return ["## Harness overhead", "",
             "A cell's duration minus its session's: template, clone, setup, judges, "
@@ -79,14 +80,19 @@ def overhead_section(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 def _stage_values(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
     """Each stage's times over the rows. Rows that time the same stages (most)
-    are taken a column at a time; the values' order does not matter (medians)."""
-    by_stages: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    are taken a stage at a time; the values' order does not matter (medians)."""
+    groups: list[tuple[Any, list[dict[str, float]]]] = []
     for row in rows:
         stage_ms = row.get("stage_ms") or {}
-        by_stages.setdefault(tuple(stage_ms), []).append(stage_ms)
+        names = stage_ms.keys()
+        for timed_names, timed in reversed(groups):  # the last group, most often
+            if names == timed_names:
+                timed.append(stage_ms)
+                break
+        else:
+            groups.append((names, [stage_ms]))
     stages: dict[str, list[float]] = {}
-    for names, timed in by_stages.items():
-        for name, column in zip(names, zip(*(t.values() for t in timed), strict=True),
-                                strict=True):
-            stages.setdefault(name, []).extend(map(float, column))
+    for names, timed in groups:
+        for name in names:
+            stages.setdefault(name, []).extend(map(float, map(itemgetter(name), timed)))
     return stages

@@ -18,7 +18,7 @@ from pytest_wfbench.stats.bootstrap import (
     stratified_bootstrap,
 )
 from pytest_wfbench.stats.interval import Interval, z_value
-from pytest_wfbench.stats.passk import pass_at_k, pass_hat_k
+from pytest_wfbench.stats.passk import pass_at_k, pass_hat_k, pass_k_series
 from pytest_wfbench.stats.power import SampleSize, observations_needed, pairs_needed, sample_size
 from pytest_wfbench.stats.proportions import (
     PairedTable,
@@ -40,6 +40,7 @@ __all__ = [
     "pairs_needed",
     "pass_at_k",
     "pass_hat_k",
+    "pass_k_series",
     "percentile",
     "percentile_interval",
     "ratio_of_sums_intervals",

@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterator, Sequence
-from operator import itemgetter
 from typing import TypeVar
 
 from pytest_wfbench.stats.interval import Interval
+from pytest_wfbench.stats.sums import DrawnSums
 
 T = TypeVar("T")
 
@@ -126,10 +126,10 @@ def ratio_of_sums_intervals(
         distinct: dict[tuple[float, ...], int] = {}
         slots = [(distinct.setdefault(tuple(columns[p][0]), len(distinct)),
                   distinct.setdefault(tuple(columns[p][1]), len(distinct))) for p in positions]
+        drawn_sums = DrawnSums(list(distinct))
         values: list[list[float]] = [[] for _ in positions]
         for drawn in resampled_indices(size, seed=seed, resamples=resamples):
-            take = itemgetter(*drawn) if size > 1 else _first_only(drawn[0])
-            sums = [sum(take(column)) for column in distinct]
+            sums = drawn_sums.sums(drawn)
             for (b_slot, a_slot), found in zip(slots, values, strict=True):
                 base = sums[b_slot]
                 if base == 0:
@@ -140,8 +140,3 @@ def ratio_of_sums_intervals(
         for position, found in zip(positions, values, strict=True):
             intervals[position] = percentile_interval(found, resamples, confidence)
     return intervals
-
-
-def _first_only(index: int) -> Callable[[Sequence[float]], tuple[float, ...]]:
-    """What itemgetter of many indices gives (a tuple), for one index."""
-    return lambda column: (column[index],)

@@ -37,3 +37,24 @@ def pass_hat_k(runs: int, resolved: int, k: int) -> float:
     """Unbiased estimate of the chance that all k runs resolve (pass^k)."""
     _check(runs, resolved, k)
     return math.comb(resolved, k) / math.comb(runs, k)
+
+
+def pass_k_series(runs: int, resolved: int) -> tuple[list[float], list[float]]:
+    """pass@k and pass^k for every k from 1 to runs: the same floats as
+    :func:`pass_at_k` and :func:`pass_hat_k`, each binomial coefficient got from
+    the previous k's exactly (C(n, k) = C(n, k-1) * (n-k+1) / k, an exact integer
+    division) instead of from scratch."""
+    if not 0 <= resolved <= runs:
+        raise ValueError(f"resolved runs must be between 0 and {runs}, not {resolved}")
+    at: list[float] = []
+    hat: list[float] = []
+    # C(runs, k), C(runs - resolved, k), C(resolved, k), from k = 0; a coefficient
+    # C(m, k) becomes 0 at k = m + 1 and stays 0.
+    subsets = failing = passing = 1
+    for k in range(1, runs + 1):
+        subsets = subsets * (runs - k + 1) // k
+        failing = failing * (runs - resolved - k + 1) // k
+        passing = passing * (resolved - k + 1) // k
+        at.append((subsets - failing) / subsets)
+        hat.append(passing / subsets)
+    return at, hat
