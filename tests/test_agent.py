@@ -390,7 +390,11 @@ def test_a_transcript_replaced_by_a_symlink_is_not_followed(
 ) -> None:
     secret = pytester.path / "host-secret.txt"
     secret.write_text("HOST-SECRET-4R\n")
-    swap = tool_use("Bash", {"command": "for f in ~/.claude/projects/-workspace/*.jsonl; do "
+    # The CLI writes its transcript when it gets to it: wait for it (up to 20 s).
+    swap = tool_use("Bash", {"command": "for i in $(seq 200); do "
+                                        "ls ~/.claude/projects/-workspace/*.jsonl >/dev/null 2>&1 "
+                                        "&& break; sleep 0.1; done; "
+                                        "for f in ~/.claude/projects/-workspace/*.jsonl; do "
                                         f"rm \"$f\"; ln -s {secret} \"$f\"; done",
                              "description": "swap"})
     suite = agent_suite(pytester.path, ["baseline"])
