@@ -165,8 +165,10 @@ class TemplateCache:
         store, of an earlier one) built it yet; ``timings`` gets the milliseconds
         spent waiting for the lock and building (or checking a stored one)."""
         source, sha = self.resolve(task)
+        # The hidden paths as one JSON list: no list of them and prepare command
+        # can name another's template.
         name = _key("template", TEMPLATE_FORMAT, __version__, task.repo.location, sha,
-                    *task.oracle.hidden_paths, task.prepare or "")
+                    json.dumps(list(task.oracle.hidden_paths)), task.prepare or "")
         final = self.store / "templates" / name
         hidden = self.store / "hidden" / name
         meta = self.store / "templates" / f"{name}.json"
