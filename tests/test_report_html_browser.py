@@ -26,6 +26,7 @@ CHROMIUM = Path(os.environ.get("WFBENCH_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 SCREENSHOTS = Path(__file__).resolve().parent.parent / ".tools" / "artifacts"
+DEMO = Path(__file__).resolve().parent.parent / "tasks" / "demo.yaml"
 HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">.txt'
 HOSTILE_TEXT = "</textarea></pre><script>window.__pwned=2</script>"
 MODEL = "claude-sonnet-4-5"
@@ -201,6 +202,27 @@ def test_the_report_of_a_sweep_renders_filters_and_keeps_arm_text_inert(
 
 
 @pytest.mark.cli
+def test_the_demo_report_renders_and_its_screenshot_is_kept(
+    pytester: pytest.Pytester, browser: Browser, tmp_path: Path
+) -> None:
+    """The bundled demo suite as `make demo` sweeps it: its page loads cleanly,
+    draws its charts, and its screenshot is kept (.tools/artifacts/demo-report.png)."""
+    out = pytester.path / "out"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--wfbench-tasks", str(DEMO),
+                                           "--wfbench-out", str(out), "-n", "2")
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    report = out / "report.html"
+    page = browser.open(report)
+    assert_loads_cleanly(browser, report)
+    charts = drawn_charts(page, "#plots")
+    assert any(caption.startswith("Resolve rate (95% Wilson interval)") for caption in charts), \
+        list(charts)
+    cells = visible_cells(page)
+    assert {"add-median-gold-r1", "add-median-noop-r1"} <= set(cells)
+    kept = keep_screenshot(page, tmp_path, "demo-report.png")
+    assert kept.stat().st_size > 10_000
+
+
 def test_an_agent_cell_shows_its_transcript_as_turns(
     pytester: pytest.Pytester, browser: Browser, tmp_path: Path, claude_cli: Path,
     monkeypatch: pytest.MonkeyPatch
