@@ -14,7 +14,6 @@ the harness hides them from the arm and gives them back to the oracle.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_wfbench.judge.environment import BYTECODE_MOUNT
-from pytest_wfbench.sandbox.core import ETC_ALLOWLIST, SYSTEM_DIRS, interpreter_paths
+from pytest_wfbench.sandbox.core import system_mount_args
 
 ORACLE_MOUNT = "/opt/wfbench-floor/oracle"
 PATCH_MOUNT = "/opt/wfbench-floor/gold.patch"
@@ -35,19 +34,7 @@ class FloorError(Exception):
 
 
 def _system_args() -> list[str]:
-    args: list[str] = []
-    for name in SYSTEM_DIRS:
-        path = Path(name)
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), name]
-        elif path.exists():
-            args += ["--ro-bind", name, name]
-    for name in ETC_ALLOWLIST:
-        if Path(name).exists():
-            args += ["--ro-bind", name, name]
-    for path in interpreter_paths():
-        args += ["--ro-bind", str(path), str(path)]
-    return args
+    return system_mount_args()
 
 
 def bwrap_argv(command: str, workspace: Path, *, oracle: Path | None, patch: Path | None,

@@ -14,7 +14,7 @@ import yaml
 from pytest_wfbench.tasks import TaskFileError, load_task_file
 from pytest_wfbench.tasks import reader as reader_module
 from pytest_wfbench.tasks.parsecache import SUFFIX, ParseCache, parse_cache
-from pytest_wfbench.tasks.reader import Composer, Node, compose, decode, parse
+from pytest_wfbench.tasks.reader import Composer, Node, compose, decode, parse, plain
 from tests.conftest import write_suite
 
 
@@ -32,14 +32,6 @@ def no_yaml(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(yaml, "compose", refuse)
     return calls
-
-
-def plain(node: Node) -> Any:
-    if isinstance(node.value, dict):
-        return {key: plain(value) for key, value in node.value.items()}
-    if isinstance(node.value, list):
-        return [plain(item) for item in node.value]
-    return node.value
 
 
 def lines(node: Node) -> list[int]:

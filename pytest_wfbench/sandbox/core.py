@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,6 +129,26 @@ def interpreter_paths() -> list[Path]:
             continue
         paths.append(path)
     return paths
+
+
+def system_mount_args(read_only: Iterable[Path] = ()) -> list[str]:
+    """bubblewrap's arguments for what every sandbox sees of the system: its
+    system folders (links kept as links), the allowed files of /etc, the
+    interpreter, and ``read_only`` paths, all read-only."""
+    args: list[str] = []
+    for name in SYSTEM_DIRS:
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), name]
+        elif path.exists():
+            args += ["--ro-bind", name, name]
+    for name in ETC_ALLOWLIST:
+        if Path(name).exists():
+            args += ["--ro-bind", name, name]
+    for path in [*interpreter_paths(), *read_only]:
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+    return args
 
 
 def sandbox_path_env() -> str:
@@ -301,22 +321,9 @@ class BubblewrapSandbox(Sandbox):
         return overlay_unavailable(self.scratch, self.bwrap)
 
     def _system_args(self) -> list[str]:
-        args: list[str] = []
-        for name in SYSTEM_DIRS:
-            path = Path(name)
-            if path.is_symlink():
-                args += ["--symlink", os.readlink(path), name]
-            elif path.exists():
-                args += ["--ro-bind", name, name]
-        for name in ETC_ALLOWLIST:
-            if Path(name).exists():
-                args += ["--ro-bind", name, name]
-        args += ["--ro-bind", str(self._passwd), "/etc/passwd",
-                 "--ro-bind", str(self._group), "/etc/group"]
-        for path in [*interpreter_paths(), *map(Path, self.policy.read_only)]:
-            if path.exists():
-                args += ["--ro-bind", str(path), str(path)]
-        return args
+        return [*system_mount_args(map(Path, self.policy.read_only)),
+                "--ro-bind", str(self._passwd), "/etc/passwd",
+                "--ro-bind", str(self._group), "/etc/group"]
 
     def _argv(
         self, command: str, *, workspace: WorkspaceMount, home: Path | None, writable: bool,
