@@ -4,6 +4,7 @@ tasks with a bootstrap interval that resamples tasks."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -57,9 +58,10 @@ def task_saving(arm: TaskArm, baseline: TaskArm) -> TaskSaving:
 def pooled_saving(pairs: Sequence[tuple[float, float]]) -> float | None:
     """The saving over tasks of (baseline, arm) medians: (sum of the baseline's -
     sum of the arm's) / sum of the baseline's, in %. What running the suite once
-    saves; a task weighs as much as it costs."""
-    base = sum(b for b, _ in pairs)
-    return None if base == 0 else (base - sum(a for _, a in pairs)) / base * 100.0
+    saves; a task weighs as much as it costs. Each sum is exact, rounded once
+    (math.fsum), so that no order of the tasks changes it."""
+    base = math.fsum(b for b, _ in pairs)
+    return None if base == 0 else (base - math.fsum(a for _, a in pairs)) / base * 100.0
 
 
 @dataclass

@@ -113,8 +113,9 @@ def ratio_of_sums_intervals(
     :func:`cluster_bootstrap` gives of ``(sum(b) - sum(a)) / sum(b) * 100`` (None
     where sum(b) is 0), for all of them at once: columns of one length share
     their draws, and a column shared by several statistics (the baseline's) is
-    summed once per resample. Sums run over the drawn values in draw order, as
-    the statistic over drawn pairs would: the same floats, to the bit."""
+    summed once per resample. Each sum is exact, rounded once (math.fsum's, as
+    :func:`pytest_wfbench.aggregate.pooled_saving` takes them): the same floats
+    as the statistic over drawn pairs, to the bit."""
     intervals: list[Interval | None] = [None] * len(columns)
     by_size: dict[int, list[int]] = {}
     for position, (b, a) in enumerate(columns):
