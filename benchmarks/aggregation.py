@@ -55,33 +55,34 @@ def build(out: Path) -> dict[str, Any]:
     wall = time.perf_counter() - start
     text = report.files["report.md"]
     return {"wall_s": round(wall, 3), "peak_rss_mib": round(_rss_mib(), 1),
-            "rss_before_mib": round(before, 1), "rows": len(report.rows),
+            "rss_before_mib": round(before, 1), "rows": len(report.table.positions),
             "report_sha256": hashlib.sha256(text.encode()).hexdigest(),
             "report_bytes": len(text.encode()), "cache": vars(use)}
 
 
 def split(out: Path) -> dict[str, float]:
     """Where a build's time goes, piece by piece (a second build, as the first)."""
-    from pytest_wfbench.aggregate import summarize
+    from pytest_wfbench.aggregate import summarize_table
     from pytest_wfbench.heap import collector_paused
-    from pytest_wfbench.outdir import provenance, read_json
-    from pytest_wfbench.render.sections import overhead_section, trust_sections
+    from pytest_wfbench.outdir import provenance_of, read_json
+    from pytest_wfbench.render.sections import overhead_section_of, trust_sections_of
     from pytest_wfbench.report import render_markdown
     from pytest_wfbench.review.quality import review_quality_section
-    from pytest_wfbench.rowcache import latest_rows
+    from pytest_wfbench.rowcache import latest_table
     from pytest_wfbench.store import result_lines
 
     with collector_paused():
         marks = [time.perf_counter()]
         record = read_json(out / "sweep.json") or {}
-        rows = latest_rows(out, result_lines(out / "results.jsonl"), record.get("sweep_id"))
+        table = latest_table(out, result_lines(out / "results.jsonl"), record.get("sweep_id"))
         marks.append(time.perf_counter())
-        summary = summarize([r for r in rows if r.get("lane", "agent") == "agent"],
-                            (record.get("settings") or {}).get("baseline_arm"))
+        summary = summarize_table(table, table.agent(),
+                                  (record.get("settings") or {}).get("baseline_arm"))
         marks.append(time.perf_counter())
-        sections = [*trust_sections(rows), *overhead_section(rows),
-                    *review_quality_section(rows)]
-        facts = provenance(rows, record)
+        sections = [*trust_sections_of(table, table.positions),
+                    *overhead_section_of(table, table.positions),
+                    *review_quality_section(table.kept_rows())]
+        facts = provenance_of(table, table.positions, record)
         marks.append(time.perf_counter())
         render_markdown(summary, facts, sections)
         marks.append(time.perf_counter())

@@ -13,7 +13,14 @@ from pytest_wfbench.cells import AnyCell, ScenarioCell
 from pytest_wfbench.control.start import close_session
 from pytest_wfbench.control.stop import ABORTED, CANCELLED, request_stop, stop_of
 from pytest_wfbench.lanes.report import render_lanes_terminal
-from pytest_wfbench.outdir import COMPLETE, OutDirReport, partial_state, spend_lines, write_report
+from pytest_wfbench.outdir import (
+    COMPLETE,
+    OutDirReport,
+    audit_rows,
+    partial_state,
+    spend_lines,
+    write_report,
+)
 from pytest_wfbench.render.html import HtmlReport
 from pytest_wfbench.report import (
     harness_error_lines,
@@ -89,7 +96,7 @@ def finish_sweep(sweep: Sweep, session: pytest.Session, selected: dict[str, str]
 def summary_lines(sweep: Sweep, finished: Finished) -> list[tuple[str, Markup]]:
     """The terminal summary, redacted: the arms, then what must stand out."""
     redact = sweep.redactor.clean
-    summary, rows = finished.report.summary, finished.report.rows
+    summary, rows = finished.report.summary, finished.report.kept_rows  # what it lists
     out: list[tuple[str, Markup]] = []
 
     def say(line: str, **markup: bool) -> None:
@@ -113,11 +120,11 @@ def summary_lines(sweep: Sweep, finished: Finished) -> list[tuple[str, Markup]]:
         say(f"wfbench: workspaces kept (work dir {sweep.identity.work_dir}):")
         for cell_id, path in kept:
             say(f"  {cell_id}: {path}")
-    for line in spend_lines(rows):
+    for line in spend_lines(finished.report.table):
         say(line)
     for line in promotion_lines(finished.report.promotions):
         say(line, bold=True)
-    for audit in audit_tasks(rows):
+    for audit in audit_tasks(audit_rows(finished.report.table)):
         verdicts = audit.verdicts(sweep.options.min_kill_rate)
         say(f"wfbench audit: {audit.task}: {'; '.join(verdicts)}",
             green=verdicts == ["sound"], red=verdicts != ["sound"])

@@ -11,13 +11,13 @@ renders the report one machine would have.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_wfbench.aggregate import Summary, summarize
+from pytest_wfbench.aggregate import Summary, summarize_table
 from pytest_wfbench.audit.report import DEFAULT_MIN_KILL_RATE, audit_section
 from pytest_wfbench.decisions import (
     Digests,
@@ -29,9 +29,10 @@ from pytest_wfbench.decisions import (
 from pytest_wfbench.heap import collector_paused
 from pytest_wfbench.lanes.report import render_lanes
 from pytest_wfbench.render.html import HtmlReport, html_available, write_html_report
-from pytest_wfbench.report import overhead_section, render_markdown, trust_sections
+from pytest_wfbench.render.sections import overhead_section_of, trust_sections_of
+from pytest_wfbench.report import render_markdown
 from pytest_wfbench.review.quality import review_quality_section
-from pytest_wfbench.rowcache import CacheUse, latest_rows
+from pytest_wfbench.rowcache import CacheUse, latest_table
 from pytest_wfbench.store import (
     ENVIRONMENT,
     REPORT,
@@ -41,6 +42,7 @@ from pytest_wfbench.store import (
     iter_rows,
     result_lines,
 )
+from pytest_wfbench.table import Table
 
 SWEEP_RECORD_VERSION = 1
 PROMOTION = "promotion.json"
@@ -61,9 +63,9 @@ STATE_LINES = {
 class OutDirReport:
     """Everything a report is made of, read from an out dir."""
 
-    rows: list[dict[str, Any]]
-    """The last row of each cell, as its projection (pytest_wfbench.projection):
-    whole for the rows the report lists, else the fields the report reads."""
+    table: Table
+    """The last row of each cell (its ``positions``), as columns, with the rows
+    the report lists kept whole (pytest_wfbench.table)."""
     record: dict[str, Any]
     environment: dict[str, Any] | None
     summary: Summary
@@ -76,6 +78,17 @@ class OutDirReport:
     @property
     def state(self) -> str:
         return sweep_state(self.record)
+
+    @property
+    def kept_rows(self) -> list[dict[str, Any]]:
+        """The rows the report lists (and the audit's and review's), whole or as
+        their projections, in the order of the cells."""
+        return self.table.kept_rows()
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row's projection (pytest_wfbench.projection), made again from the
+        table: for readers of rows, at a cost per row."""
+        return self.table.rows()
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -106,25 +119,23 @@ def state_reason(record: dict[str, Any]) -> str | None:
 
 def provenance(rows: list[dict[str, Any]], record: dict[str, Any]) -> dict[str, Any]:
     """The report's closing facts: what ran, how, and what was left out."""
-    ran_tasks: set[Any] = set()
-    skipped_tasks: set[Any] = set()
-    models: set[Any] = set()
-    efforts: set[Any] = set()
-    arms: set[Any] = set()
-    notes: set[str] = set()
-    for r in rows:  # one pass: a sweep may have 100,000 rows
-        status = r.get("status")
-        if status == "ran":
-            ran_tasks.add(r["task"])
-            if not r.get("counted"):
-                notes.add(f"{r['cell_id']}: {r['error_kind']}")
-        elif status == "skipped":
-            skipped_tasks.add(r["task"])
-        if r.get("model"):
-            models.add(r["model"])
-        if r.get("effort"):
-            efforts.add(r["effort"])
-        arms.add(r["arm"])
+    table = Table.of(rows)
+    return provenance_of(table, table.positions, record)
+
+
+def provenance_of(table: Table, positions: Sequence[int],
+                  record: dict[str, Any]) -> dict[str, Any]:
+    """:func:`provenance` of these rows of the table."""
+    status, task, counted = table.obj("status"), table.obj("task"), table.flag("counted")
+    cell_id, error_kind = table.obj("cell_id"), table.obj("error_kind")
+    ran_tasks = {task[i] for i in positions if status[i] == "ran"}
+    skipped_tasks = {task[i] for i in positions if status[i] == "skipped"}
+    notes = {f"{cell_id[i]}: {error_kind[i]}" for i in positions
+             if status[i] == "ran" and counted[i] != 1}
+    model, effort, arm = table.obj("model"), table.obj("effort"), table.obj("arm")
+    models = {value for i in positions if (value := model[i])}
+    efforts = {value for i in positions if (value := effort[i])}
+    arms = {arm[i] for i in positions}
     ran = sorted(ran_tasks)
     skipped = sorted(skipped_tasks - ran_tasks)
     settings = record.get("settings") or {}
@@ -187,23 +198,36 @@ def build_report(out_dir: Path, *, baseline_arm: str | None = None,
         return _build_report(out_dir, baseline_arm, use)
 
 
+def audit_rows(table: Table) -> list[dict[str, Any]]:
+    """What the audit reads (audit.report): every row, when an audit arm ran
+    (its rows are kept whole); else none, and the audit says nothing."""
+    if any((row.get("audit") or {}).get("role") for row in table.kept_rows()):
+        return table.rows()
+    return []
+
+
 def _build_report(out_dir: Path, baseline_arm: str | None, use: CacheUse | None) -> OutDirReport:
     record = read_json(out_dir / SWEEP) or {}
-    rows = latest_rows(out_dir, result_lines(out_dir / RESULTS), record.get("sweep_id"), use)
+    table = latest_table(out_dir, result_lines(out_dir / RESULTS), record.get("sweep_id"), use)
     environment = read_json(out_dir / ENVIRONMENT)
     settings = record.get("settings") or {}
     baseline = baseline_arm if baseline_arm is not None else settings.get("baseline_arm")
-    agent_rows = [r for r in rows if r.get("lane", "agent") == "agent"]
-    summary = summarize(agent_rows, baseline)
-    review = review_quality_section(rows)
-    audit = audit_section(rows, float(settings.get("min_kill_rate", DEFAULT_MIN_KILL_RATE)))
+    agent = table.agent()
+    summary = summarize_table(table, agent, baseline)
+    kept = table.kept_rows()
+    review = review_quality_section(kept)  # review rows are kept
+    audit = audit_section(audit_rows(table),
+                          float(settings.get("min_kill_rate", DEFAULT_MIN_KILL_RATE)))
     sections = [*plan_section(record), *audit, *(["", ] if audit else []),
-                *trust_sections(rows), *overhead_section(rows),
-                *(["", *review] if review else []), *render_lanes(rows, environment)]
-    facts = provenance(rows, record)
-    promotions = promotion_evidence(agent_rows, summary, record)
-    report = OutDirReport(rows=rows, record=record, environment=environment, summary=summary,
-                          provenance=facts, sections=sections, promotions=promotions)
+                *trust_sections_of(table, table.positions),
+                *overhead_section_of(table, table.positions),
+                *(["", *review] if review else []),
+                *render_lanes(kept, environment)]  # lane rows are kept whole
+    facts = provenance_of(table, table.positions, record)
+    promotions = promotion_evidence(table, agent, summary, record)
+    report = OutDirReport(table=table, record=record, environment=environment,
+                          summary=summary, provenance=facts, sections=sections,
+                          promotions=promotions)
     report.files[REPORT] = render_markdown(summary, facts, sections, promotions)
     if promotions:
         report.files[PROMOTION] = json.dumps(
@@ -226,15 +250,18 @@ def _by_task(rows: list[dict[str, Any]], key: str) -> dict[str, str]:
     return values
 
 
-def promotion_evidence(rows: list[dict[str, Any]], summary: Summary,
+def promotion_evidence(table: Table, positions: Sequence[int], summary: Summary,
                        record: dict[str, Any]) -> list[dict[str, Any]]:
     """promotion.json's evidence, one per candidate arm that ran beside its
     incumbent: the gate (decisions/) on these rows, with the policy the sweep
     was given and the digests that determine it, dated by the sweep's end (so a
     re-render says the same)."""
-    pairs = candidate_pairs({str(r["arm"]) for r in rows})
+    arm_of = table.obj("arm")
+    pairs = candidate_pairs({str(arm_of[i]) for i in positions})
     if not pairs:
         return []
+    wanted = {arm for pair in pairs for arm in pair}
+    rows = table.rows([i for i in positions if str(arm_of[i]) in wanted])
     settings = record.get("settings") or {}
     policy = PromotionPolicy(**(settings.get("promotion") or {}))
     sessions = record.get("sessions") or [{}]
@@ -273,7 +300,7 @@ def write_report(store: ResultsStore, *,
     # The page shows every cell whole (stages, steps, transcripts): its rows are
     # read again, in full, only when it is written at all.
     rows = (latest_per_cell(iter_rows(store.results, report.record.get("sweep_id")))
-            if html_available() else report.rows)
+            if html_available() else [])
     html = write_html_report(store, report.summary, rows, report.provenance,
                              sections=report.sections, promotions=report.promotions)
     return report, html
@@ -294,21 +321,25 @@ def partial_state(out_dir: Path) -> str | None:
     return STATE_LINES.get(state, state) + (f" ({reason})" if reason else "")
 
 
-def spend_lines(rows: list[dict[str, Any]]) -> list[str]:
+def spend_lines(table: Table) -> list[str]:
     """What the sweep spent, per arm and in all: tokens, and cost where measured."""
     per_arm: dict[str, list[float]] = {}
     cost_known: dict[str, bool] = {}
-    for row in rows:
-        if row.get("status") != "ran" or row.get("reused"):
+    status, reused, arm_of = table.obj("status"), table.flag("reused"), table.obj("arm")
+    usage = [table.number(key) for key in (
+        "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+        "output_tokens")]
+    cost_of = table.number("cost_usd")
+    for i in table.positions:
+        if status[i] != "ran" or reused[i] == 1:
             continue
-        arm = str(row.get("arm"))
-        tokens = sum(float(row.get(key) or 0) for key in (
-            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-            "output_tokens"))
+        arm = str(arm_of[i])
+        tokens = sum(value if (value := column[i]) == value else 0.0 for column in usage)
         totals = per_arm.setdefault(arm, [0.0, 0.0])
         totals[0] += tokens
-        if row.get("cost_usd") is not None:
-            totals[1] += float(row["cost_usd"])
+        cost = cost_of[i]
+        if cost == cost:
+            totals[1] += cost
             cost_known[arm] = True
     if not any(tokens for tokens, _ in per_arm.values()):
         return []

@@ -3,17 +3,17 @@
 A row is about 80 fields (2-3 KB of JSON); the aggregation, report.md and the
 terminal summary read about 30 of them from most rows, and the whole row only
 of the rows they list one by one: excluded runs, skipped cells, suspicious
-wins, harness errors, kept workspaces and the tool-cost lanes' rows. So the
-report is built from each row's projection, which is the row itself for a
-listed row, and otherwise a small dict of the fields below (those the row has,
-``None`` left out: every reader of a projected field takes a missing one as
-``None``; of ``identity`` the parts the report reads, and ``artifacts`` only for
-the audit's rows). Strings that repeat from row to row (task, arm, status, ...)
-are shared, not held once per row.
+wins, harness errors, kept workspaces and the tool-cost lanes' rows. A row's
+projection is the row itself for a listed row, and otherwise a small dict of
+the fields below (those the row has, ``None`` left out: every reader of a
+projected field takes a missing one as ``None``; of ``identity`` the parts the
+report reads, and ``artifacts`` only for the audit's rows).
 
-The same rows give the same report whether it is built from rows or from their
-projections (tests/test_projection.py checks it); a field read from every row
-by a new section of the report must be added here.
+The report holds the projected fields as columns (:mod:`pytest_wfbench.table`,
+which keeps the projections of the listed, audit and review rows as they are)
+and makes a row's projection again only for the readers of rows; a field read
+from every row by a new section of the report must be added here and there
+(tests/test_table.py checks that the table gives back each projection).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from pytest_wfbench.aggregate import USAGE_FIELDS
+from pytest_wfbench.fields import USAGE_FIELDS
 
 Row = dict[str, Any]
 

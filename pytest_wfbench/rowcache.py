@@ -1,22 +1,22 @@
-"""Each row's projection (:mod:`pytest_wfbench.projection`) kept beside
-results.jsonl, so that a report of 100,000 rows does not parse 300 MB of JSON
-again: parsing is most of its cost.
+"""Each row's columns (:mod:`pytest_wfbench.table`) kept beside results.jsonl,
+so that a report of 100,000 rows neither parses 300 MB of JSON again (parsing is
+most of its cost) nor holds the rows: it reads its table a frame at a time.
 
 The cache (``.results.projections`` in the out dir) is never trusted for what
-the file says: an entry is found by the digest of a row's line (its exact
-bytes), so a line that changed, moved or was rewritten (a compacted results
-file, a merge) is either found by its own bytes or parsed again, and a line the
-cache does not know is always parsed. Entries are appended by the processes
-that write the rows, a batch at a time under the results file's lock, and
-rewritten whole by a report that found the cache stale or missing many lines.
-An entry is a row's projection (the whole row, for a row the report lists).
+the file says: a row is found by the digest of its line (its exact bytes), so a
+line that changed, moved or was rewritten (a compacted results file, a merge) is
+either found by its own bytes or parsed again, and a line the cache does not
+know is always parsed. Frames are appended by the processes that write the
+rows, a batch at a time under the results file's lock, and by a report that
+parsed many lines; a report that found many entries no line has (a compacted
+file) writes the cache again, as its lines are.
 
 The file is a sequence of frames, each ``MAGIC, tag, length, crc32, payload``:
-the tag names what decides an entry besides its line (the projection's format,
-the harness's version, the interpreter's marshal), and a frame of another tag is
-passed over; the payload is a ``marshal`` of ``[(digest, entry), ...]`` (plain
-data only). A torn or corrupted frame ends the reading; the lines it held are
-parsed again.
+the tag names what decides a frame besides its lines (the table's format, the
+harness's version, the interpreter's marshal, the machine's byte order), and a
+frame of another tag is passed over; the payload is a ``marshal`` of a
+:mod:`~pytest_wfbench.table.frame` (plain data only). A torn, corrupted or
+misshapen frame ends the reading; the lines it held are parsed again.
 """
 
 from __future__ import annotations
@@ -29,33 +29,35 @@ import os
 import struct
 import sys
 import zlib
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from pytest_wfbench import __version__
-from pytest_wfbench.projection import project
+from pytest_wfbench.table import Frame, FrameError, Table, encode
 
 CACHE = ".results.projections"
-FORMAT = 2
-"""Of the entries: a change of the projected fields must change it."""
+FORMAT = 3
+"""Of the frames: a change of the table's columns must change it."""
 MAGIC = b"WFP1"
-TAG = hashlib.sha256(f"{FORMAT}\0{__version__}\0{sys.version_info[:2]}\0{marshal.version}"
-                     .encode()).digest()[:8]
-"""What decides an entry besides its line: the projection's format, the
-harness, the interpreter's marshal. A frame of another tag is passed over."""
+TAG = hashlib.sha256(
+    f"{FORMAT}\0{__version__}\0{sys.version_info[:2]}\0{marshal.version}\0{sys.byteorder}"
+    f"\0{array('d').itemsize}".encode()).digest()[:8]
+"""What decides a frame besides its lines: the table's format, the harness, the
+interpreter's marshal, the byte order of its numbers. A frame of another tag is
+passed over."""
 HEADER = struct.Struct("<4s8sII")
 BATCH = 64
 """Rows a writer's frame holds."""
 REWRITE_SHARE = 100
-"""A report rewrites the cache when more than one line in this many was not in it."""
+"""A report adds to the cache, or writes it again, when more than one line in
+this many was not in it, or more than one entry in this many no line has."""
 REWRITE_BATCH = 4096
-"""Entries a frame of a rewritten cache holds."""
+"""Rows a frame written by a report holds."""
 
 Row = dict[str, Any]
-Entry = Row
-"""A row's projection (the whole row when the report lists it)."""
 
 
 def line_key(line: bytes) -> bytes:
@@ -63,102 +65,128 @@ def line_key(line: bytes) -> bytes:
     return hashlib.sha256(line).digest()
 
 
-def _frame(entries: list[tuple[bytes, Entry]]) -> bytes:
-    payload = marshal.dumps(entries)
+def _frame(frame: Frame) -> bytes:
+    payload = marshal.dumps(frame)
     return HEADER.pack(MAGIC, TAG, len(payload), zlib.crc32(payload)) + payload
 
 
-def _frames(stream: IO[bytes]) -> Iterator[list[tuple[bytes, Entry]]]:
+def _frames(stream: IO[bytes]) -> Iterator[Frame | None]:
+    """The frames of this harness in the stream, up to the first that is torn
+    or damaged: then None (frames of another harness are passed over)."""
     while header := stream.read(HEADER.size):
         if len(header) < HEADER.size:
-            return
+            break
         magic, tag, length, crc = HEADER.unpack(header)
         if magic != MAGIC:
-            return
+            break
         payload = stream.read(length)
         if len(payload) < length or zlib.crc32(payload) != crc:
-            return
+            break
         if tag != TAG:
             continue
         try:
-            entries = marshal.loads(payload)
+            frame = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
-            return
-        if isinstance(entries, list):
-            yield entries
+            break
+        yield frame  # its shape is checked by Table.append
+    else:
+        return
+    yield None
 
 
-def load_entries(out_dir: Path) -> tuple[dict[bytes, Entry], int]:
-    """The cache's entries by key, and how many frames held them (none when
-    there is no cache, or it cannot be read)."""
-    entries: dict[bytes, Entry] = {}
+def _read_cache(out_dir: Path, table: Table) -> tuple[dict[bytes, int], int, bool]:
+    """The cache's frames added to ``table``: each key's position, the frames
+    read, and whether the file was read whole (not stopped by a damaged or
+    misshapen frame)."""
+    index: dict[bytes, int] = {}
     frames = 0
     try:
         stream = (out_dir / CACHE).open("rb")
     except OSError:
-        return entries, 0
+        return index, 0, True
     with stream:
         for frame in _frames(stream):
+            try:
+                if frame is None:
+                    raise FrameError("a damaged frame")
+                base = table.append(frame)
+            except FrameError:
+                return index, frames, False
             frames += 1
-            for item in frame:
-                if (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], bytes)
-                        and isinstance(item[1], dict)):
-                    entries[item[0]] = item[1]
-    return entries, frames
+            # A key twice (the same line cached twice) is the same row: either will do.
+            index.update(zip(frame[1], range(base, base + frame[0]), strict=False))  # keys: or none
+    return index, frames, True
 
 
-def entries_of(lines: Iterable[bytes]) -> list[tuple[bytes, Entry]]:
-    """The entries of rows' lines (a line that is not a row has none)."""
-    entries = []
+def load_entries(out_dir: Path) -> tuple[dict[bytes, Row], int]:
+    """The cache's rows (their projections) by key, and how many frames held
+    them (none when there is no cache, or it cannot be read)."""
+    table = Table()
+    index, frames, _ = _read_cache(out_dir, table)
+    return {key: table.row(position) for key, position in index.items()}, frames
+
+
+def _parsed_rows(lines: Iterable[bytes]) -> tuple[list[bytes], list[Row]]:
+    keys, rows = [], []
     for line in lines:
         with contextlib.suppress(ValueError):
             row = json.loads(line)
             if isinstance(row, dict):
-                entries.append((line_key(line), project(row)))
-    return entries
+                keys.append(line_key(line))
+                rows.append(row)
+    return keys, rows
 
 
-def append_entries(out_dir: Path, entries: list[tuple[bytes, Entry]]) -> None:
-    """Add a frame of entries. A cache that cannot be written costs only a
+def append_frames(out_dir: Path, frames: Iterable[Frame]) -> None:
+    """Add frames to the cache. A cache that cannot be written costs only a
     report some parsing."""
-    if entries:
+    data = b"".join(_frame(frame) for frame in frames)
+    if data:
         with contextlib.suppress(OSError, ValueError), (out_dir / CACHE).open("ab") as out:
-            out.write(_frame(entries))
+            out.write(data)
 
 
 class CachedRows:
-    """A writer's side of the cache: the entries of the rows it wrote, added a
-    batch at a time (the caller holds the results file's lock). A frame of one
-    row costs a report as much to read as a frame of many, so rows wait for
-    their batch; rows whose batch never came (the process ended first) are
-    simply parsed by the report."""
+    """A writer's side of the cache: the rows it wrote, added a batch at a time
+    (the caller holds the results file's lock). A frame of one row costs a report
+    as much to read as a frame of many, so rows wait for their batch; rows whose
+    batch never came (the process ended first) are simply parsed by the report."""
 
     def __init__(self, out_dir: Path, batch: int = BATCH) -> None:
         self.out_dir = out_dir
         self.batch = batch
-        self._pending: list[tuple[bytes, Entry]] = []
+        self._keys: list[bytes] = []
+        self._rows: list[Row] = []
 
     def add(self, lines: Iterable[bytes]) -> None:
-        self._pending += entries_of(lines)
-        if len(self._pending) >= self.batch:
-            append_entries(self.out_dir, self._pending)
-            self._pending = []
+        keys, rows = _parsed_rows(lines)
+        self._keys += keys
+        self._rows += rows
+        if len(self._rows) >= self.batch:
+            append_frames(self.out_dir, [encode(self._rows, self._keys)])
+            self._keys, self._rows = [], []
 
 
-def rewrite_entries(out_dir: Path, entries: list[tuple[bytes, Entry]]) -> None:
-    """Replace the cache by exactly these entries, REWRITE_BATCH to a frame (a
-    frame is made, and read, whole: one frame of 100,000 rows would cost a report
-    its whole payload in memory at once, twice over while it is written)."""
+def rewrite(out_dir: Path, frames: Iterable[Frame]) -> None:
+    """Replace the cache by exactly these frames (written to a new file first)."""
     path = out_dir / CACHE
     temporary = path.with_name(f"{CACHE}.{os.getpid()}.new")
     try:
         with temporary.open("wb") as out:
-            for start in range(0, max(len(entries), 1), REWRITE_BATCH):
-                out.write(_frame(entries[start:start + REWRITE_BATCH]))
+            for frame in frames:
+                out.write(_frame(frame))
         os.replace(temporary, path)
     except (OSError, ValueError):
         with contextlib.suppress(OSError):
             temporary.unlink()
+
+
+def rewrite_entries(out_dir: Path, rows: list[tuple[bytes, Row]]) -> None:
+    """Replace the cache by the frames of these (key, row) pairs, REWRITE_BATCH
+    to a frame (at least one frame, empty for no rows)."""
+    rewrite(out_dir, (encode([row for _, row in rows[start:start + REWRITE_BATCH]],
+                             [key for key, _ in rows[start:start + REWRITE_BATCH]])
+                      for start in range(0, max(len(rows), 1), REWRITE_BATCH)))
 
 
 @dataclass
@@ -172,6 +200,7 @@ class CacheUse:
     parsed: int = 0
     """Lines parsed (the cache did not know them)."""
     rewritten: bool = False
+    """The cache was added to, or written again."""
     frames: int = 0
     stale: int = 0
     """Entries of the cache that no line of the file had."""
@@ -185,41 +214,91 @@ def _parsed(line: bytes) -> Row | None:
     return row if isinstance(row, dict) else None
 
 
-def latest_rows(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
-                use: CacheUse | None = None) -> list[Row]:
-    """The last row of each cell of the sweep (of every sweep when None) among
-    the lines of out_dir's results file, in the order cells first appeared,
-    each as its projection (listed rows whole): what ``latest_per_cell(iter_rows(
-    results, sweep_id))`` gives, projected. Lines that do not parse are skipped.
-    Rewrites the cache when it was stale or missed more than a few lines."""
+def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
+                 use: CacheUse | None = None) -> Table:
+    """The table of out_dir's results file's lines, through the cache: its
+    ``positions`` are the last row of each cell of the sweep (of every sweep
+    when None), in the order cells first appeared: what ``latest_per_cell(
+    iter_rows(results, sweep_id))`` gives. Lines that do not parse are skipped.
+    Adds the rows it parsed to the cache when it missed many lines, and writes
+    the cache again, as the lines are, when many of its entries are stale or it
+    is damaged."""
     use = use if use is not None else CacheUse()
-    cached, use.frames = load_entries(out_dir)
-    latest: dict[str, Row] = {}
-    seen: list[tuple[bytes, Entry]] = []
-    found, sha256 = cached.get, hashlib.sha256  # line_key, inlined: once per line
-    lines_read = missed = parsed = 0
+    table = Table()
+    index, use.frames, whole = _read_cache(out_dir, table)
+    cells, sweeps = table.objects["cell_id"], table.objects["sweep_id"]
+    latest: dict[str, int] = {}
+    keys: list[bytes] = []
+    positions: list[int] = []
+    pending_keys: list[bytes] = []
+    pending: list[Row] = []
+    parsed_frames: list[Frame] = []
+    found, sha256 = index.pop, hashlib.sha256  # line_key, inlined: once per line
+    lines_read = missed = 0
     for line in lines:
         if not line or line.isspace():
             continue
         lines_read += 1
         key = sha256(line).digest()
-        entry = found(key)
-        if entry is None:
+        position = found(key, None)
+        if position is None:
             missed += 1
             row = _parsed(line)
             if row is None:
                 continue
-            parsed += 1
-            entry = project(row)
-        seen.append((key, entry))
-        if sweep_id is None or entry.get("sweep_id") == sweep_id:
-            latest[str(entry.get("cell_id"))] = entry
+            position = table.size + len(pending)
+            pending.append(row)
+            pending_keys.append(key)
+            cell, sweep = row.get("cell_id"), row.get("sweep_id")
+            if len(pending) >= REWRITE_BATCH:
+                parsed_frames.append(encode(pending, pending_keys))
+                table.append(parsed_frames[-1])
+                pending, pending_keys = [], []
+        else:
+            cell, sweep = cells[position], sweeps[position]
+        keys.append(key)
+        positions.append(position)
+        if sweep_id is None or sweep == sweep_id:
+            latest[str(cell)] = position
+    if pending:
+        parsed_frames.append(encode(pending, pending_keys))
+        table.append(parsed_frames[-1])
+    table.positions = list(latest.values())
     use.lines += lines_read
     use.missed += missed
-    use.parsed += parsed
+    use.parsed += sum(frame[0] for frame in parsed_frames)
     use.hits = use.lines - use.missed
-    use.stale = len(cached.keys() - {key for key, _ in seen})
-    if use.stale or use.missed * REWRITE_SHARE > use.lines:
-        rewrite_entries(out_dir, seen)
+    use.stale = len(index)
+    if not whole or use.stale * REWRITE_SHARE > use.lines:
+        rewrite(out_dir, (table.frame(positions[start:start + REWRITE_BATCH],
+                                      keys[start:start + REWRITE_BATCH])
+                          for start in range(0, max(len(positions), 1), REWRITE_BATCH)))
         use.rewritten = True
-    return list(latest.values())
+    elif missed * REWRITE_SHARE > use.lines:
+        append_frames(out_dir, parsed_frames)
+        use.rewritten = True
+    return table
+
+
+def line_cells(out_dir: Path, lines: Iterable[bytes]) -> list[str | None]:
+    """Each line's cell id, through the cache (None for a line that is not a
+    row, or a row without one)."""
+    table = Table()
+    index, _, _ = _read_cache(out_dir, table)
+    cells, found, sha256 = table.objects["cell_id"], index.get, hashlib.sha256
+    out: list[str | None] = []
+    for line in lines:
+        position = found(sha256(line).digest())
+        if position is not None:
+            cell = cells[position]
+        else:
+            row = _parsed(line)
+            cell = None if row is None else row.get("cell_id")
+        out.append(None if cell is None else str(cell))
+    return out
+
+
+def latest_rows(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
+                use: CacheUse | None = None) -> list[Row]:
+    """The projections of :func:`latest_table`'s rows (listed rows whole)."""
+    return latest_table(out_dir, lines, sweep_id, use).rows()

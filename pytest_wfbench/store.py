@@ -13,7 +13,7 @@ from typing import Any
 from filelock import FileLock
 
 from pytest_wfbench.redact import Redactor
-from pytest_wfbench.rowcache import CachedRows
+from pytest_wfbench.rowcache import CachedRows, line_cells
 
 RESULTS = "results.jsonl"
 SUPERSEDED = "superseded.jsonl"
@@ -87,20 +87,19 @@ class ResultsStore:
 
     def compact(self) -> int:
         """Keep only the last row of each cell in results.jsonl; earlier rows (a
-        cell run again) and torn lines go to superseded.jsonl. Returns the
+        cell run again), torn lines and rows without a cell id go to
+        superseded.jsonl. Returns the
         results file's size after: rows past it are new."""
         with self._lock:
             if not self.results.exists():
                 return 0
             lines = [line for line in result_lines(self.results) if line.strip()]
             last: dict[str, int] = {}
-            for index, line in enumerate(lines):
-                try:
-                    row = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                if isinstance(row, dict) and "cell_id" in row:
-                    last[str(row["cell_id"])] = index
+            # The cells of the lines the report's cache knows are read from it:
+            # parsing 100,000 rows would cost a sweep's end seconds.
+            for index, cell in enumerate(line_cells(self.out_dir, lines)):
+                if cell is not None:
+                    last[cell] = index
             keep = set(last.values())
             kept = [line for index, line in enumerate(lines) if index in keep]
             superseded = [line for index, line in enumerate(lines) if index not in keep]

@@ -18,7 +18,7 @@ from pytest_wfbench.aggregate import (
     savings,
     summarize,
 )
-from pytest_wfbench.aggregate.figures import METRICS, medians_of
+from pytest_wfbench.aggregate.figures import METRICS, medians_at
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.stats import (
     PairedTable,
@@ -29,6 +29,7 @@ from pytest_wfbench.stats import (
     wilson_interval,
 )
 from pytest_wfbench.store import ResultsStore, read_rows
+from pytest_wfbench.table import Table
 from tests.rows import row, runs
 
 
@@ -41,7 +42,7 @@ def test_medians_count_only_admissible_rows() -> None:
     assert (cell.resolved, cell.valid, len(cell.excluded)) == (1, 2, 1)
     assert cell.medians["tokens"] == 200 and cell.medians["cost_usd"] == 2.0
     assert cell.error_counts == {"session-error": 1, "verify-failed": 1}
-    assert [r["run"] for r in cell.counted_rows] == [1, 2]
+    assert [(r.run, r.resolved) for r in cell.counted_runs] == [(1, True), (2, False)]
 
 
 def test_each_usage_field_has_its_own_median_and_tokens_is_the_median_of_totals() -> None:
@@ -255,7 +256,7 @@ def test_rows_are_taken_in_task_arm_run_order() -> None:
     assert [(g.task, g.arm) for g in summary.cells] == [("a", "y"), ("a", "z"), ("b", "y"),
                                                         ("b", "z")]
     assert [a.arm for a in summary.arms] == ["y", "z"]
-    assert [r["run"] for r in summary.cells[3].counted_rows] == [9, 10]
+    assert [r.run for r in summary.cells[3].counted_runs] == [9, 10]
     assert [r["cell_id"] for r in summary.skipped] == ["b-y-r1"]
 
 
@@ -286,7 +287,13 @@ def test_a_torn_last_line_does_not_swallow_the_next_row(tmp_path: Path) -> None:
     assert [row["cell_id"] for row in read_rows(store.results, "s")] == ["a", "c"]
 
 
+def medians_of(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    table = Table.of(rows)
+    return medians_at(table, table.positions)
+
+
 def test_medians_of_every_metric_are_median_of_each() -> None:
+    """The medians of a table's columns are median_of() of the rows, metric by metric."""
     rng = random.Random(11)
     for size in (0, 1, 2, 3, 10, 51):
         rows = []

@@ -1,6 +1,7 @@
-"""The report from projected rows (pytest_wfbench/projection.py) and the row
-cache beside results.jsonl (pytest_wfbench/rowcache.py): the same report.md,
-byte for byte, as from the rows themselves, whatever the cache holds."""
+"""The report from the rows' table (pytest_wfbench/table/: columns, and the
+projections of the rows it keeps) and the row cache beside results.jsonl
+(pytest_wfbench/rowcache.py): the same report.md, byte for byte, as the rows
+themselves gave it, whatever the cache holds."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from benchmarks.outdirs import agent_row
-from pytest_wfbench import rowcache
+from pytest_wfbench import rowcache, table
 from pytest_wfbench.outdir import build_report, latest_per_cell
 from pytest_wfbench.projection import IDENTITY_PARTS, PROJECTED, SHARED_KEYS, listed, project
 from pytest_wfbench.redact import Redactor
@@ -71,28 +72,44 @@ def write_out_dir(out: Path, rows: list[dict[str, Any]], *, baseline: str = "bas
     return out
 
 
-def report_of_whole_rows(out: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """report.md as it is made from the rows themselves (no projection)."""
+REPORTS = Path(__file__).parent / "data" / "reports"
+"""The report files of these rows, as the aggregation of row lists wrote them
+(before the table). A deliberate change of the report is a change of them."""
+
+
+def report_of_whole_rows(out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The report files as they are made when the table keeps every row whole."""
     with monkeypatch.context() as patched:
-        patched.setattr(rowcache, "project", lambda r: r)
+        patched.setattr(table.frame, "kept", lambda r: True)
+        patched.setattr(table.frame, "project", lambda r: r)
         copy = out.parent / f"{out.name}-whole"
         shutil.copytree(out, copy)
         (copy / CACHE).unlink(missing_ok=True)
-        text = build_report(copy).files["report.md"]
-    return text.replace(str(copy), str(out))
+        report = build_report(copy)
+        assert len(report.table.kept) == len(report.table.positions)
+        files = report.files
+    return {name: text.replace(str(copy), str(out)) for name, text in files.items()}
 
 
-def test_the_report_is_the_same_from_projections_cold_and_warm(
+def test_the_report_is_the_same_from_the_table_cold_and_warm(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = write_out_dir(tmp_path / "out", variety())
-    expected = report_of_whole_rows(out, monkeypatch)
+    expected = (REPORTS / "variety.report.md").read_text()
     assert "## Harness errors" in expected and "## Review quality" in expected
     assert "## Excluded runs" in expected and "Savings" in expected
+    assert report_of_whole_rows(out, monkeypatch)["report.md"] == expected
     cold, warm = CacheUse(), CacheUse()
     assert build_report(out, use=cold).files["report.md"] == expected
     assert build_report(out, use=warm).files["report.md"] == expected
     assert (cold.parsed, cold.rewritten) == (cold.lines, True)
     assert (warm.hits, warm.parsed, warm.rewritten) == (warm.lines, 0, False)
+    (out / CACHE).unlink()
+    writer = CachedRows(out, batch=8)  # as the rows' writers leave it: some lines left out
+    for line in (out / "results.jsonl").read_bytes().splitlines():
+        writer.add([line])
+    partial = CacheUse()
+    assert build_report(out, use=partial).files["report.md"] == expected
+    assert 0 < partial.missed < 8 and partial.hits == partial.lines - partial.missed
 
 
 def audited_and_promoted() -> list[dict[str, Any]]:
@@ -115,40 +132,37 @@ def audited_and_promoted() -> list[dict[str, Any]]:
     return rows
 
 
-def test_the_audit_and_the_promotion_evidence_are_the_same_from_projections(
+def test_the_audit_and_the_promotion_evidence_are_the_same_from_the_table(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rows = audited_and_promoted()
     out = write_out_dir(tmp_path / "out", rows, baseline="workflow")
-    projected = {r["cell_id"]: r for r in build_report(out).rows}
+    report = build_report(out)
+    projected = {r["cell_id"]: r for r in report.rows()}
     survivor = projected["task-0-mutant-0-r1"]
     assert not listed(survivor) and survivor["artifacts"] == ["artifacts/m0.patch"]
     ordinary = projected["task-0-workflow-r1"]
     if not listed(ordinary):
         assert "artifacts" not in ordinary and set(ordinary["identity"]) == {"task", "oracle"}
-    with monkeypatch.context() as patched:
-        patched.setattr(rowcache, "project", lambda r: r)
-        copy = tmp_path / "whole"
-        shutil.copytree(out, copy)
-        (copy / CACHE).unlink(missing_ok=True)
-        whole = build_report(copy).files
-    files = build_report(out).files
+    files = report.files
     assert "### Surviving mutants" in files["report.md"] and "m0.patch" in files["report.md"]
     assert "promotion.json" in files and '"task_prompts"' in files["promotion.json"]
-    assert files == {name: text.replace(str(copy), str(out)) for name, text in whole.items()}
+    assert files == {"report.md": (REPORTS / "audited.report.md").read_text(),
+                     "promotion.json": (REPORTS / "audited.promotion.json").read_text()}
+    assert report_of_whole_rows(out, monkeypatch) == files
 
 
 def test_projected_rows_hold_only_the_reported_fields(tmp_path: Path) -> None:
     rows = variety()
     out = write_out_dir(tmp_path / "out", rows)
     report = build_report(out)
-    assert len(report.rows) == len(rows)
-    projected = [r for r in report.rows if not listed(r)]
+    assert len(report.rows()) == len(rows)
+    projected = [r for r in report.rows() if not listed(r)]
     assert len(projected) > len(rows) // 2
     for r in projected:
         assert set(r) <= set(PROJECTED), set(r) - set(PROJECTED)
         assert None not in r.values()
         assert "phases" not in r and "model_usage" not in r and "error_detail" not in r
-    whole = [r for r in report.rows if listed(r)]
+    whole = [r for r in report.rows() if listed(r)]
     assert {r["cell_id"] for r in whole} >= {"small-gold-r1", "small-gold-r2", "small-noop-r1",
                                              "small-baseline-r5", "small-baseline-r6"}
     assert all("error_detail" in r for r in whole)  # kept whole
@@ -204,13 +218,13 @@ def test_a_line_that_changed_is_parsed_again_not_taken_from_the_cache(tmp_path: 
     use = CacheUse()
     report = build_report(out, use=use)
     assert (use.missed, use.stale, use.rewritten) == (1, 1, True)
-    assert next(r for r in report.rows if r["cell_id"] == changed["cell_id"])["resolved"]
+    assert next(r for r in report.rows() if r["cell_id"] == changed["cell_id"])["resolved"]
 
 
 def test_a_rewritten_cache_holds_its_entries_a_batch_to_a_frame(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = write_out_dir(tmp_path / "out", variety())
-    expected = report_of_whole_rows(out, monkeypatch)
+    expected = report_of_whole_rows(out, monkeypatch)["report.md"]
     monkeypatch.setattr(rowcache, "REWRITE_BATCH", 7)
     cold, warm = CacheUse(), CacheUse()
     assert build_report(out, use=cold).files["report.md"] == expected
@@ -227,7 +241,7 @@ def test_a_rewritten_cache_holds_its_entries_a_batch_to_a_frame(
 def test_a_damaged_cache_is_read_as_far_as_it_checks_and_rebuilt(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
     out = write_out_dir(tmp_path / "out", variety())
-    expected = report_of_whole_rows(out, monkeypatch)
+    expected = report_of_whole_rows(out, monkeypatch)["report.md"]
     build_report(out)
     cache = out / CACHE
     blob = bytearray(cache.read_bytes())
@@ -261,7 +275,7 @@ def test_writers_add_their_rows_a_batch_at_a_time(tmp_path: Path) -> None:
     use = CacheUse()
     report = build_report(out, use=use)
     assert (use.hits, use.missed, use.parsed) == (8, 2, 2)
-    assert [r["cell_id"] for r in report.rows] == [r["cell_id"] for r in rows]
+    assert [r["cell_id"] for r in report.rows()] == [r["cell_id"] for r in rows]
 
 
 def test_compacting_the_results_leaves_stale_entries_that_a_report_drops(
@@ -279,8 +293,8 @@ def test_compacting_the_results_leaves_stale_entries_that_a_report_drops(
     use = CacheUse()
     report = build_report(out, use=use)
     assert (use.lines, use.hits, use.stale, use.rewritten) == (6, 6, 1, True)
-    assert (report.rows[-1]["cell_id"], report.rows[-1]["duration_s"]) == \
-        (again["cell_id"], again["duration_s"])
+    last = report.rows()[-1]
+    assert (last["cell_id"], last["duration_s"]) == (again["cell_id"], again["duration_s"])
     assert len(load_entries(out)[0]) == 6
 
 

@@ -1,7 +1,10 @@
-"""Aggregation of a sweep's rows (SPEC §7). Pure: plain rows in, plain data out.
+"""Aggregation of a sweep's rows (SPEC §7). Pure: rows (or their table) in,
+plain data out.
 
-:func:`summarize` is the entry point; its :class:`Summary` holds every figure
-the report renders. docs/aggregation.md says how each one is computed.
+:func:`summarize` is the entry point (:func:`summarize_table` of a table of
+rows, :mod:`pytest_wfbench.table`, what a report uses); its :class:`Summary`
+holds every figure the report renders. docs/aggregation.md says how each one is
+computed.
 """
 
 from __future__ import annotations
@@ -10,20 +13,24 @@ from pytest_wfbench.aggregate.compare import PairedComparison, PassK, paired_com
 from pytest_wfbench.aggregate.figures import (
     METRICS,
     SAVINGS_METRICS,
-    USAGE_FIELDS,
     Row,
+    Run,
     TaskArm,
     combine_medians,
+    in_run_order,
     median_of,
+    medians_at,
     metric,
     row_order,
     task_arm,
+    task_arm_at,
     total_tokens,
 )
 from pytest_wfbench.aggregate.health import (
     ArmHealth,
     Health,
     arm_health,
+    arm_health_at,
     health,
     is_failure,
     is_fresh,
@@ -44,7 +51,9 @@ from pytest_wfbench.aggregate.summary import (
     Settings,
     Summary,
     summarize,
+    summarize_table,
 )
+from pytest_wfbench.fields import USAGE_FIELDS
 
 __all__ = [
     "DEFAULT_BASELINE",
@@ -58,16 +67,20 @@ __all__ = [
     "PairedComparison",
     "PassK",
     "Row",
+    "Run",
     "Settings",
     "Summary",
     "TaskArm",
     "TaskSaving",
     "arm_health",
+    "arm_health_at",
     "combine_medians",
     "health",
+    "in_run_order",
     "is_failure",
     "is_fresh",
     "median_of",
+    "medians_at",
     "metric",
     "overall_saving",
     "overall_savings",
@@ -78,7 +91,9 @@ __all__ = [
     "row_order",
     "savings",
     "summarize",
+    "summarize_table",
     "task_arm",
+    "task_arm_at",
     "task_saving",
     "total_tokens",
 ]

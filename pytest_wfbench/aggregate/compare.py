@@ -55,18 +55,17 @@ def paired_comparison(
     arm: str, baseline_arm: str, pairs: Sequence[tuple[TaskArm, TaskArm]], *,
     confidence: float = 0.95, detectable_difference: float = 0.10, power: float = 0.8,
 ) -> PairedComparison:
-    """Pair the counted rows of each (arm, baseline) per-task figures by run."""
+    """Pair the counted runs of each (arm, baseline) per-task figures by run."""
     counts = {"both": 0, "first_only": 0, "second_only": 0, "neither": 0}
     per_task: list[int] = []
     for arm_figures, base_figures in pairs:
-        base_by_run = {int(r["run"]): bool(r.get("resolved")) for r in base_figures.counted_rows}
+        base_by_run = dict(base_figures.counted_runs)
         paired = 0
-        for row in arm_figures.counted_rows:
-            run = int(row["run"])
+        for run, mine in arm_figures.counted_runs:
             if run not in base_by_run:
                 continue
             paired += 1
-            mine, theirs = bool(row.get("resolved")), base_by_run[run]
+            theirs = base_by_run[run]
             key = ("both" if theirs else "first_only") if mine else (
                 "second_only" if theirs else "neither")
             counts[key] += 1

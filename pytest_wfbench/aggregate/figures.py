@@ -1,6 +1,7 @@
 """Per (task, arm) figures: counts, error kinds and the median of each metric
 over the rows counted in medians (SPEC §5, §7), and the rule that combines an
-arm's per-task medians into one figure."""
+arm's per-task medians into one figure. Computed from a table's columns
+(:mod:`pytest_wfbench.table`); the functions of rows make a table of them."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
+from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.stats import Interval, wilson_interval
+from pytest_wfbench.table import Table, gather
 
 Row = dict[str, Any]
 
-USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-                "output_tokens")
 METRICS = ("tokens", *USAGE_FIELDS, "estimated_tokens", "cost_usd", "session_duration_s",
            "duration_s", "harness_overhead_s", "num_turns", "diff_files", "diff_insertions",
            "diff_deletions")
@@ -63,24 +64,32 @@ MEASURED = tuple(name for name in METRICS if name != "tokens")
 """The metrics a row has as fields (``tokens`` is their total of USAGE_FIELDS)."""
 
 
-def medians_of(rows: Sequence[Row]) -> dict[str, float | None]:
-    """:func:`median_of` of every metric of METRICS, in that order: each row's
-    fields read once (a pass over many rows costs more than the work on them)."""
-    if not rows:
+def run_number(value: float) -> int:
+    """A row's run as row_order takes it: null is 0."""
+    return int(value) if value == value else 0
+
+
+def medians_at(table: Table, positions: Sequence[int]) -> dict[str, float | None]:
+    """:func:`median_of` of every metric of METRICS over these rows of the table."""
+    if not positions:
         return dict.fromkeys(METRICS)
-    columns = dict(zip(MEASURED, zip(*[tuple(map(row.get, MEASURED)) for row in rows],
-                                      strict=True), strict=True))
-    usage = [columns[name] for name in USAGE_FIELDS]
-    totals = [float(int(a or 0) + int(b or 0) + int(c or 0) + int(d or 0))
-              for a, b, c, d in zip(*usage, strict=True)]  # total_tokens, in its order
-    medians: dict[str, float | None] = {"tokens": statistics.median(totals)}
+    medians: dict[str, float | None] = {
+        "tokens": statistics.median(gather(table.tokens(), positions))}
     for name in MEASURED:
-        present = [float(value) for value in columns[name] if value is not None]
-        if name == "cost_usd" and len(present) < len(rows):
+        values = gather(table.number(name), positions)
+        present = [value for value in values if value == value]  # NaN is null
+        if name == "cost_usd" and len(present) < len(values):
             medians[name] = None  # unknown is never zero
         else:
             medians[name] = statistics.median(present) if present else None
     return medians
+
+
+class Run(NamedTuple):
+    """A counted run: its number and whether it resolved the task."""
+
+    run: int
+    resolved: bool
 
 
 @dataclass
@@ -99,8 +108,8 @@ class TaskArm:
     excluded: list[Row] = field(default_factory=list)
     error_counts: dict[str, int] = field(default_factory=dict)
     medians: dict[str, float | None] = field(default_factory=dict)
-    counted_rows: list[Row] = field(default_factory=list)
-    """The counted rows, by run: what pairing and resampling work on."""
+    counted_runs: list[Run] = field(default_factory=list)
+    """The counted runs, by run: what pairing works on."""
 
     @property
     def rate(self) -> float | None:
@@ -110,26 +119,35 @@ class TaskArm:
         return wilson_interval(self.resolved, self.valid, confidence) if self.valid else None
 
 
+def in_run_order(table: Table, positions: Iterable[int]) -> list[int]:
+    """Positions of one (task, arm) in row_order (by run; a stable sort)."""
+    run = table.number("run")
+    return sorted(positions, key=lambda i: run_number(run[i]))
+
+
 def task_arm(rows: Iterable[Row], task: str, arm: str) -> TaskArm:
     """The figures of one (task, arm) from its rows."""
-    return task_arm_of_ordered(sorted(rows, key=row_order), task, arm)
+    table = Table.of(rows)
+    return task_arm_at(table, in_run_order(table, table.positions), task, arm)
 
 
-def task_arm_of_ordered(ordered: Sequence[Row], task: str, arm: str) -> TaskArm:
-    """:func:`task_arm` of rows already in :func:`row_order`."""
-    ran = [r for r in ordered if r.get("status") == "ran"]
-    counted = [r for r in ran if r.get("counted")]
-    first = ordered[0] if ordered else {}
+def task_arm_at(table: Table, members: Sequence[int], task: str, arm: str) -> TaskArm:
+    """:func:`task_arm` of these rows of the table, in row_order."""
+    status, counted_flag = table.obj("status"), table.flag("counted")
+    resolved_flag, error_kind = table.flag("resolved"), table.obj("error_kind")
+    ran = [i for i in members if status[i] == "ran"]
+    counted = [i for i in ran if counted_flag[i] == 1]
+    run = table.number("run")
     return TaskArm(
-        task=task, task_class=first.get("class"), arm=arm,
+        task=task, task_class=table.obj("class")[members[0]] if members else None, arm=arm,
         attempts=len(ran), valid=len(counted),
-        resolved=sum(1 for r in counted if r.get("resolved")),
-        skipped=sum(1 for r in ordered if r.get("status") == "skipped"),
-        excluded=[r for r in ran if not r.get("counted")],
-        error_counts=dict(sorted(Counter(str(r["error_kind"]) for r in ran
-                                         if r.get("error_kind")).items())),
-        medians=medians_of(counted),
-        counted_rows=counted,
+        resolved=sum(1 for i in counted if resolved_flag[i] == 1),
+        skipped=sum(1 for i in members if status[i] == "skipped"),
+        excluded=[table.row(i) for i in ran if counted_flag[i] != 1],
+        error_counts=dict(sorted(Counter(str(error_kind[i]) for i in ran
+                                         if error_kind[i]).items())),
+        medians=medians_at(table, counted),
+        counted_runs=[Run(run_number(run[i]), resolved_flag[i] == 1) for i in counted],
     )
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pytest_wfbench.aggregate.figures import Row
 from pytest_wfbench.outcomes import ERROR_KINDS, ErrorClass
+from pytest_wfbench.table import Table
 
 
 class Health(enum.Enum):
@@ -71,24 +72,32 @@ def arm_health(rows: Iterable[Row]) -> ArmHealth:
     one is a failure of any kind (a counted evidence failure such as
     skill-not-invoked included: the arm did not do what it is), DEGRADED when some
     are, OBSERVED_OK otherwise."""
-    fresh = [r for r in rows if r.get("status") == "ran" and not r.get("reused")]  # is_fresh
-    kinds = [r.get("error_kind") for r in fresh]
+    table = Table.of(rows)
+    return arm_health_at(table, table.positions)
+
+
+def arm_health_at(table: Table, positions: Sequence[int]) -> ArmHealth:
+    """:func:`arm_health` of these rows of the table."""
+    status, reused, counted = table.obj("status"), table.flag("reused"), table.flag("counted")
+    error_kind = table.obj("error_kind")
+    fresh = [i for i in positions if status[i] == "ran" and reused[i] != 1]  # is_fresh
+    kinds = [error_kind[i] for i in fresh]
     class_of = {kind: ERROR_KINDS[kind].error_class for kind in set(kinds) if kind is not None}
     classes = [None if kind is None else class_of[kind] for kind in kinds]  # error_class
-    failed = [r for r, kind in zip(fresh, classes, strict=True)  # is_failure
-              if kind not in (None, ErrorClass.VALID_NEGATIVE)]
+    failed = [kind for kind, error in zip(kinds, classes, strict=True)  # is_failure
+              if error not in (None, ErrorClass.VALID_NEGATIVE)]
     if not fresh:
-        status = Health.UNKNOWN
+        status_ = Health.UNKNOWN
     elif len(failed) == len(fresh):
-        status = Health.UNUSABLE
+        status_ = Health.UNUSABLE
     else:
-        status = Health.DEGRADED if failed else Health.OBSERVED_OK
+        status_ = Health.DEGRADED if failed else Health.OBSERVED_OK
     return ArmHealth(
-        status=status, fresh=len(fresh),
-        admissible=sum(1 for r in fresh if r.get("counted")),
+        status=status_, fresh=len(fresh),
+        admissible=sum(1 for i in fresh if counted[i] == 1),
         execution_failures=classes.count(ErrorClass.EXECUTION_FAILURE),
         evidence_failures=classes.count(ErrorClass.EVIDENCE_FAILURE),
-        reasons=dict(sorted(Counter(str(r["error_kind"]) for r in failed).items())),
+        reasons=dict(sorted(Counter(str(kind) for kind in failed).items())),
     )
 
 

@@ -11,10 +11,10 @@ from pytest_wfbench.aggregate.figures import (
     Row,
     TaskArm,
     combine_medians,
-    row_order,
-    task_arm_of_ordered,
+    in_run_order,
+    task_arm_at,
 )
-from pytest_wfbench.aggregate.health import ArmHealth, Health, arm_health
+from pytest_wfbench.aggregate.health import ArmHealth, Health, arm_health_at
 from pytest_wfbench.aggregate.savings import (
     OverallSaving,
     TaskSaving,
@@ -22,6 +22,7 @@ from pytest_wfbench.aggregate.savings import (
     task_saving,
 )
 from pytest_wfbench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval, wilson_interval
+from pytest_wfbench.table import Table
 
 DEFAULT_BASELINE = "baseline"
 
@@ -95,19 +96,33 @@ def summarize(rows: Sequence[Row], baseline_arm: str | None = None,
     (``baseline`` unless given; none when it is not in the sweep) savings and a
     paired comparison. Rows are taken in the order (task, arm, run), whatever
     order they came in; tool-cost lane rows do not belong here."""
+    table = Table.of(rows)
+    return summarize_table(table, table.positions, baseline_arm, settings)
+
+
+def summarize_table(table: Table, positions: Sequence[int], baseline_arm: str | None = None,
+                    settings: Settings | None = None) -> Summary:
+    """:func:`summarize` of these rows of the table."""
     settings = settings or Settings()
-    ordered = sorted(rows, key=row_order)
-    per_cell: dict[tuple[str, str], list[Row]] = {}
-    for r in ordered:
-        per_cell.setdefault((str(r["task"]), str(r["arm"])), []).append(r)
+    task_of, arm_of = table.obj("task"), table.obj("arm")
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i in positions:
+        key = (str(task_of[i]), str(arm_of[i]))
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [i]
+        else:
+            group.append(i)
+    per_cell = {key: in_run_order(table, groups[key]) for key in sorted(groups)}
     tasks = sorted({task for task, _ in per_cell})
     arms = sorted({arm for _, arm in per_cell})
-    cells = {key: task_arm_of_ordered(group, *key) for key, group in per_cell.items()}
+    cells = {key: task_arm_at(table, group, *key) for key, group in per_cell.items()}
     by_arm = {arm: [cells[(t, arm)] for t in tasks if (t, arm) in cells] for arm in arms}
-    rows_of_arm: dict[str, list[Row]] = {arm: [] for arm in arms}
-    for r in ordered:
-        rows_of_arm[str(r["arm"])].append(r)
-    summaries = [_arm_summary(arm, by_arm[arm], rows_of_arm[arm], settings) for arm in arms]
+    positions_of_arm: dict[str, list[int]] = {arm: [] for arm in arms}
+    for (_, arm), group in per_cell.items():
+        positions_of_arm[arm] += group
+    summaries = [_arm_summary(arm, by_arm[arm], table, positions_of_arm[arm], settings)
+                 for arm in arms]
     baseline = baseline_arm if baseline_arm is not None else DEFAULT_BASELINE
     if baseline not in by_arm:
         baseline = ""
@@ -128,16 +143,18 @@ def summarize(rows: Sequence[Row], baseline_arm: str | None = None,
                         for t in tasks for arm in arms
                         if arm != baseline and (t, arm) in cells and (t, baseline) in cells
                         and cells[(t, arm)].valid and cells[(t, baseline)].valid]
+    status = table.obj("status")
     return Summary(
         cells=[cells[(t, a)] for t in tasks for a in arms if (t, a) in cells],
         arms=summaries, baseline_arm=baseline or None, task_savings=task_savings,
         savings=overall, comparisons=comparisons,
-        skipped=[r for r in ordered if r.get("status") == "skipped"], rows=len(ordered),
-        settings=settings,
+        skipped=[table.row(i) for group in per_cell.values() for i in group
+                 if status[i] == "skipped"],
+        rows=len(positions), settings=settings,
     )
 
 
-def _arm_summary(arm: str, per_task: list[TaskArm], rows: list[Row],
+def _arm_summary(arm: str, per_task: list[TaskArm], table: Table, positions: list[int],
                  settings: Settings) -> ArmSummary:
     valid = sum(t.valid for t in per_task)
     resolved = sum(t.resolved for t in per_task)
@@ -152,6 +169,6 @@ def _arm_summary(arm: str, per_task: list[TaskArm], rows: list[Row],
         excluded=[r for t in per_task for r in t.excluded],
         error_counts=dict(sorted(errors.items())),
         medians={name: combine_medians(per_task, name) for name in METRICS},
-        health=arm_health(rows), pass_k=pass_k(per_task),
+        health=arm_health_at(table, positions), pass_k=pass_k(per_task),
         resolve_interval=wilson_interval(resolved, valid, settings.confidence) if valid else None,
     )

@@ -63,11 +63,17 @@ def decide(rows: Iterable[Row], candidate: str, incumbent: str, policy: Promotio
     by_arm = {arm: [r for r in own if r["arm"] == arm] for arm in (candidate, incumbent)}
     ran_tasks = sorted({str(r["task"]) for r in own if r.get("status") == "ran"})
     not_run = sorted({str(r["task"]) for r in own} - set(ran_tasks))
-    figures = {arm: {task: task_arm([r for r in by_arm[arm] if r["task"] == task], task, arm)
-                     for task in ran_tasks} for arm in (candidate, incumbent)}
+    own_rows = {arm: {task: [r for r in by_arm[arm] if r["task"] == task] for task in ran_tasks}
+                for arm in (candidate, incumbent)}
+    figures = {arm: {task: task_arm(rows_of, task, arm) for task, rows_of in tasks_of.items()}
+               for arm, tasks_of in own_rows.items()}
+    counted = {arm: {task: [r for r in rows_of if r.get("status") == "ran" and r.get("counted")]
+                     for task, rows_of in tasks_of.items()}
+               for arm, tasks_of in own_rows.items()}
     health = {arm: context.health.get(arm) or arm_health(by_arm[arm]).status
               for arm in (candidate, incumbent)}
-    tasks = [_task_evidence(figures[candidate][t], figures[incumbent][t], policy)
+    tasks = [_task_evidence(figures[candidate][t], figures[incumbent][t], policy,
+                            (counted[candidate][t], counted[incumbent][t]))
              for t in ran_tasks]
     overall = _overall_evidence(figures[candidate], figures[incumbent], tasks, policy)
     excluded = [str(r["cell_id"]) for r in by_arm[candidate]
@@ -120,16 +126,17 @@ def _interval(interval: Interval | None) -> list[float] | None:
     return None if interval is None else interval.to_json()
 
 
-def _task_evidence(candidate: TaskArm, incumbent: TaskArm,
-                   policy: PromotionPolicy) -> dict[str, Any]:
+def _task_evidence(candidate: TaskArm, incumbent: TaskArm, policy: PromotionPolicy,
+                   counted: tuple[list[Row], list[Row]]) -> dict[str, Any]:
     """One task: both sides, and the improvement of the metric's median with a
-    bootstrap interval that resamples each arm's runs on its own."""
+    bootstrap interval that resamples each arm's runs (``counted``: its counted
+    rows, by run) on its own."""
     interval = None
     if candidate.valid >= 2 and incumbent.valid >= 2:
         def statistic(drawn: list[list[Row]]) -> float | None:
             return improvement(median_of(drawn[1], policy.metric),
                                median_of(drawn[0], policy.metric))
-        interval = stratified_bootstrap([candidate.counted_rows, incumbent.counted_rows],
+        interval = stratified_bootstrap(list(counted),
                                         statistic, seed=policy.seed,
                                         resamples=policy.resamples,
                                         confidence=policy.confidence)

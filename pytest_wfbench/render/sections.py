@@ -6,20 +6,30 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from operator import itemgetter
 from typing import Any
 
 from pytest_wfbench.aggregate import row_order
-from pytest_wfbench.render.format import first_line, fmt, table
+from pytest_wfbench.render.format import first_line, fmt
+from pytest_wfbench.render.format import table as table_lines
+from pytest_wfbench.table import Table, gather
 
 
 def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
     """What the report says about how far each win can be trusted: suspicious
     wins, oracles judged by exit code alone, harness errors (SPEC §5)."""
-    ran = [r for r in rows if r.get("status") == "ran" and r.get("lane", "agent") == "agent"]
+    table = Table.of(rows)
+    return trust_sections_of(table, table.positions)
+
+
+def trust_sections_of(table: Table, positions: Sequence[int]) -> list[str]:
+    """:func:`trust_sections` of these rows of the table (the rows it lists are
+    among the table's kept rows)."""
+    status, judged_by, task = table.obj("status"), table.obj("oracle_judged_by"), table.obj("task")
+    ran = [i for i in table.agent(positions) if status[i] == "ran"]
+    listed = table.kept_rows(ran)
     # Only the rows listed are put in order (a stable sort of a part keeps the
     # order the whole would have had).
-    suspicious = sorted((r for r in ran if r.get("suspicious")
+    suspicious = sorted((r for r in listed if r.get("suspicious")
                          and (r.get("resolved") or r.get("error_kind") == "suspicious")),
                         key=row_order)
     lines = ["## Suspicious wins", "",
@@ -27,72 +37,60 @@ def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
              "process exit, entry-point metadata, start-up files, the judge's environment, "
              "...). With `--wfbench-suspicious fail` they count as unresolved.", ""]
     if suspicious:
-        lines += table(["cell", "counted as", "findings"],
-                       [[r["cell_id"], "resolved" if r.get("resolved") else "unresolved",
-                         "; ".join(r["suspicious"])] for r in suspicious])
+        lines += table_lines(["cell", "counted as", "findings"],
+                             [[r["cell_id"], "resolved" if r.get("resolved") else "unresolved",
+                               "; ".join(r["suspicious"])] for r in suspicious])
     else:
         lines.append("None.")
-    by_exit_code = sorted({r["task"] for r in ran if r.get("oracle_judged_by") == "exit-code"})
+    by_exit_code = sorted({task[i] for i in ran if judged_by[i] == "exit-code"})
     if by_exit_code:
         lines += ["", "## Oracles judged by exit code alone", "",
                   "These tasks declare `oracle.expect: exit-code`: their oracle passes on a "
                   "zero exit status, not on observed test results.", ""]
         lines += [f"- {task}" for task in by_exit_code]
-    bugs = sorted((r for r in ran if r.get("error_kind") == "harness-error"), key=row_order)
+    bugs = sorted((r for r in listed if r.get("error_kind") == "harness-error"), key=row_order)
     if bugs:
         lines += ["", "## Harness errors", "",
                   "An unexpected exception inside pytest-wfbench (a bug: please report it). "
                   "Counted as unresolved where the session had completed.", ""]
-        lines += table(["cell", "counted", "detail"],
-                       [[r["cell_id"], "yes" if r.get("counted") else "no",
-                         first_line(r.get("error_detail"))] for r in bugs])
+        lines += table_lines(["cell", "counted", "detail"],
+                             [[r["cell_id"], "yes" if r.get("counted") else "no",
+                               first_line(r.get("error_detail"))] for r in bugs])
     return lines
 
 
 def overhead_section(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Per arm: what its cells cost beyond their sessions (template, clone, judges,
     evidence), and the harness's share of the cells' time."""
-    by_arm: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        if (row.get("status") == "ran" and row.get("lane", "agent") == "agent"
-                and row.get("harness_overhead_s") is not None):
-            by_arm.setdefault(str(row["arm"]), []).append(row)
+    table = Table.of(rows)
+    return overhead_section_of(table, table.positions)
+
+
+def overhead_section_of(table: Table, positions: Sequence[int]) -> list[str]:
+    """:func:`overhead_section` of these rows of the table."""
+    status, arm_of = table.obj("status"), table.obj("arm")
+    duration, overhead = table.number("duration_s"), table.number("harness_overhead_s")
+    by_arm: dict[str, list[int]] = {}
+    for i in table.agent(positions):
+        if overhead[i] == overhead[i] and status[i] == "ran":  # NaN: no overhead
+            by_arm.setdefault(str(arm_of[i]), []).append(i)
     if not by_arm:
         return []
     body = []
-    for arm, arm_rows in sorted(by_arm.items()):
-        durations = [float(r["duration_s"]) for r in arm_rows]
-        overheads = [float(r["harness_overhead_s"]) for r in arm_rows]
+    for arm, members in sorted(by_arm.items()):
+        durations = [duration[i] for i in members]
+        overheads = [overhead[i] for i in members]
         total = sum(durations)
-        stages = _stage_values(arm_rows)
+        stages = {name: present for name, column in table.stages.items()
+                  if (present := [ms for ms in gather(column, members) if ms == ms])}  # NaN
         slowest = sorted(((statistics.median(v), k) for k, v in stages.items()
                           if k != "session"), reverse=True)[:3]
-        body.append([arm, str(len(arm_rows)), fmt(statistics.median(durations), 2),
+        body.append([arm, str(len(members)), fmt(statistics.median(durations), 2),
                      fmt(statistics.median(overheads), 2),
                      "n/a" if total <= 0 else f"{sum(overheads) / total:.0%}",
                      ", ".join(f"{name} {ms:,.0f} ms" for ms, name in slowest)])
     return ["## Harness overhead", "",
             "A cell's duration minus its session's: template, clone, setup, judges, "
             "capture, evidence and clean-up (each row's `stage_ms` has the split).", "",
-            *table(["arm", "cells", "median cell s", "median overhead s", "harness share",
-                    "slowest stages (median)"], body)]
-
-
-def _stage_values(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
-    """Each stage's times over the rows. Rows that time the same stages (most)
-    are taken a stage at a time; the values' order does not matter (medians)."""
-    groups: list[tuple[Any, list[dict[str, float]]]] = []
-    for row in rows:
-        stage_ms = row.get("stage_ms") or {}
-        names = stage_ms.keys()
-        for timed_names, timed in reversed(groups):  # the last group, most often
-            if names == timed_names:
-                timed.append(stage_ms)
-                break
-        else:
-            groups.append((names, [stage_ms]))
-    stages: dict[str, list[float]] = {}
-    for names, timed in groups:
-        for name in names:
-            stages.setdefault(name, []).extend(map(float, map(itemgetter(name), timed)))
-    return stages
+            *table_lines(["arm", "cells", "median cell s", "median overhead s",
+                          "harness share", "slowest stages (median)"], body)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
 from typing import TypeVar
 
 from pytest_wfbench.stats.interval import Interval
@@ -99,10 +100,11 @@ def resampled_indices(size: int, *, seed: int = DEFAULT_SEED,
     from them is the same number, draw for draw."""
     if resamples < 1:
         raise ValueError(f"a bootstrap needs at least one resample, not {resamples}")
-    rng = random.Random(seed)
-    index = range(size)
+    draw, floor = random.Random(seed).random, math.floor
     for _ in range(resamples):
-        yield rng.choices(index, k=size)
+        # rng.choices(range(size), k=size), as random.py writes it, inlined:
+        # the same draws from the same stream, without a call per resample.
+        yield [floor(draw() * size) for _ in repeat(None, size)]
 
 
 def ratio_of_sums_intervals(

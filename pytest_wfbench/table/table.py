@@ -1,0 +1,185 @@
+"""Rows as columns: what a report is computed from.
+
+A :class:`Table` grows a frame at a time (:mod:`pytest_wfbench.table.frame`):
+its columns are appended, numbers as bytes. ``positions`` are the rows the
+report is about (the last row of each cell, in the order cells first appeared),
+by index into the columns; a row not among them (an earlier row of a cell that
+ran again, a cached line the results file no longer has) stays in the columns,
+unread. :meth:`Table.row` makes a row's projection again
+(:func:`pytest_wfbench.projection.project`), for the readers that take rows.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Sequence
+from operator import itemgetter
+from typing import Any
+
+from pytest_wfbench.projection import PROJECTED
+from pytest_wfbench.table.frame import FLAG_TYPE, NUMBER_TYPE, Frame, check, encode
+from pytest_wfbench.table.schema import FLAGS, IDENTITY, INTEGERS, NAN, NO_FLAG, NUMBERS, OBJECTS
+
+Row = dict[str, Any]
+FLAG_VALUES = {NO_FLAG: None, 0: False, 1: True}
+
+
+def gather(column: Sequence[Any], positions: Sequence[int]) -> tuple[Any, ...]:
+    """The column's values at these positions (none for none)."""
+    if len(positions) > 1:
+        return itemgetter(*positions)(column)  # type: ignore[no-any-return]
+    return tuple(column[i] for i in positions)
+
+
+class Table:
+    """Rows as columns, with the projections of the rows kept whole."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.objects: dict[str, list[Any]] = {name: [] for name in OBJECTS}
+        self.identity: dict[str, list[Any]] = {part: [] for part in IDENTITY}
+        self.flags: dict[str, array[int]] = {name: array(FLAG_TYPE) for name in FLAGS}
+        self.numbers: dict[str, array[float]] = {name: array(NUMBER_TYPE) for name in NUMBERS}
+        self.stages: dict[str, array[float]] = {}
+        """Stage name -> ms, NaN where the row did not time it."""
+        self.kept: dict[int, Row] = {}
+        """Index -> the row's projection, for the rows kept whole (schema.kept)."""
+        self.positions: list[int] = []
+        self._tokens: array[float] | None = None
+
+    @classmethod
+    def of(cls, rows: Iterable[Row]) -> Table:
+        """A table of these rows, every one of them, in this order."""
+        table = cls()
+        table.append(encode(list(rows)))
+        table.positions = list(range(table.size))
+        return table
+
+    def append(self, frame: Frame) -> int:
+        """Add a frame's rows (checked: FrameError when it is not a frame);
+        returns the index of its first row."""
+        count, _, objects, identity, flags, numbers, stage_names, stages, kept = check(frame)
+        base = self.size
+        for name, values in zip(OBJECTS, objects, strict=True):
+            self.objects[name] += values
+        for part, values in zip(IDENTITY, identity, strict=True):
+            self.identity[part] += values
+        for name, blob in zip(FLAGS, flags, strict=True):
+            self.flags[name].frombytes(blob)
+        for name, blob in zip(NUMBERS, numbers, strict=True):
+            self.numbers[name].frombytes(blob)
+        for name, blob in zip(stage_names, stages, strict=True):
+            column = self.stages.get(name)
+            if column is None:
+                column = self.stages[name] = array(NUMBER_TYPE, [NAN]) * base
+            column.frombytes(blob)
+        for column in self.stages.values():
+            if len(column) < base + count:
+                column.extend(array(NUMBER_TYPE, [NAN]) * (base + count - len(column)))
+        for index, row in kept.items():
+            self.kept[base + index] = row
+        self.size += count
+        self._tokens = None
+        return base
+
+    def frame(self, positions: Sequence[int], keys: Sequence[bytes] = ()) -> Frame:
+        """The frame of these rows (with their lines' keys): what encode() gives
+        of their rows, gathered from the columns."""
+        objects = tuple(tuple(column[i] for i in positions) for column in self.objects.values())
+        identity = tuple(tuple(column[i] for i in positions)
+                         for column in self.identity.values())
+        flags = tuple(array(FLAG_TYPE, [column[i] for i in positions]).tobytes()
+                      for column in self.flags.values())
+        numbers = tuple(array(NUMBER_TYPE, [column[i] for i in positions]).tobytes()
+                        for column in self.numbers.values())
+        timed = {name: array(NUMBER_TYPE, [column[i] for i in positions])
+                 for name, column in self.stages.items()}
+        timed = {name: column for name, column in timed.items()
+                 if any(ms == ms for ms in column)}
+        kept = {offset: self.kept[i] for offset, i in enumerate(positions) if i in self.kept}
+        return (len(positions), tuple(keys), objects, identity, flags, numbers, tuple(timed),
+                tuple(column.tobytes() for column in timed.values()), kept)
+
+    # ---------------------------------------------------------------- readers
+
+    def obj(self, name: str) -> list[Any]:
+        return self.objects[name]
+
+    def flag(self, name: str) -> array[int]:
+        """Codes: NO_FLAG (null), 0, 1."""
+        return self.flags[name]
+
+    def number(self, name: str) -> array[float]:
+        """NaN for null."""
+        return self.numbers[name]
+
+    def tokens(self) -> array[float]:
+        """Each row's total of the usage fields (aggregate.total_tokens): each
+        field as an int, null as 0."""
+        if self._tokens is None:
+            columns = [self.numbers[name] for name in ("input_tokens",
+                                                        "cache_creation_input_tokens",
+                                                        "cache_read_input_tokens",
+                                                        "output_tokens")]
+            self._tokens = array(NUMBER_TYPE, [
+                float((int(a) if a == a else 0) + (int(b) if b == b else 0)
+                      + (int(c) if c == c else 0) + (int(d) if d == d else 0))
+                for a, b, c, d in zip(*columns, strict=True)])
+        return self._tokens
+
+    def value(self, name: str, index: int) -> Any:
+        """A held field of one row, as the row has it (null as None)."""
+        if name in self.objects:
+            return self.objects[name][index]
+        if name in self.flags:
+            return FLAG_VALUES[self.flags[name][index]]
+        number = self.numbers[name][index]
+        if number != number:
+            return None
+        return int(number) if name in INTEGERS and number.is_integer() else number
+
+    def row(self, index: int) -> Row:
+        """The row's projection (pytest_wfbench.projection.project): the kept one,
+        or made again from the columns."""
+        found = self.kept.get(index)
+        if found is not None:
+            return found
+        out: Row = {}
+        for name in PROJECTED:
+            if name == "identity":
+                parts = {part: value for part in IDENTITY
+                         if (value := self.identity[part][index]) is not None}
+                if parts:
+                    out[name] = parts
+            elif name == "stage_ms":
+                timed = {stage: ms for stage, column in self.stages.items()
+                         if (ms := column[index]) == ms}
+                if timed:
+                    out[name] = timed
+            elif name in self.objects or name in self.flags or name in self.numbers:
+                value = self.value(name, index)
+                if value is not None:
+                    out[name] = value
+        return out
+
+    def rows(self, positions: Sequence[int] | None = None) -> list[Row]:
+        """The projections of these rows (of ``positions`` when None)."""
+        return [self.row(i) for i in (self.positions if positions is None else positions)]
+
+    def kept_rows(self, positions: Sequence[int] | None = None) -> list[Row]:
+        """The kept rows among these (``positions`` when None), in their order."""
+        kept = self.kept
+        return [kept[i] for i in (self.positions if positions is None else positions)
+                if i in kept]
+
+    def where(self, name: str, value: Any, positions: Sequence[int] | None = None) -> list[int]:
+        """The positions whose object field ``name`` is ``value``."""
+        column = self.objects[name]
+        return [i for i in (self.positions if positions is None else positions)
+                if column[i] == value]
+
+    def agent(self, positions: Sequence[int] | None = None) -> list[int]:
+        """The positions of the agent lane's rows (a row without a lane is one)."""
+        lane = self.objects["lane"]
+        return [i for i in (self.positions if positions is None else positions)
+                if lane[i] is None or lane[i] == "agent"]

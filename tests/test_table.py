@@ -1,0 +1,142 @@
+"""The table of rows (pytest_wfbench/table/): columns that give back each row's
+projection, frames that survive marshal and refuse what is not one, and the
+rows it keeps whole."""
+
+from __future__ import annotations
+
+import marshal
+import math
+import random
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.outdirs import agent_row
+from pytest_wfbench import rowcache
+from pytest_wfbench.outdir import build_report
+from pytest_wfbench.projection import listed, project
+from pytest_wfbench.rowcache import CACHE, CacheUse, load_entries
+from pytest_wfbench.table import FrameError, Table, check, encode, kept
+from tests.rows import row
+from tests.test_projection import REPORTS, variety, write_out_dir
+
+pytestmark = pytest.mark.rows_by_hand
+
+
+def odd_rows() -> list[dict[str, Any]]:
+    """Rows whose fields do not fit a column, or sit at its edges."""
+    return [
+        row("t", "a", 1, identity="not a dict", stage_ms=[1, 2], artifacts=["x"]),
+        row("t", "a", 2, audit={"role": "mutant"}, artifacts=["m.patch"],
+            identity={"oracle": "o", "other": "x"}, stage_ms={"clone": 1.0}),
+        row("t", "a", 3, num_turns="many"), row("t", "a", 4, resolved=1),
+        row("t", "a", 5, cost_usd=0, input_tokens=0, diff_files=None),
+        row("t", "a", 6, cost_usd=float(2**53), stage_ms={"clone": 3, "verify": 0.25}),
+        row("t", "a", 7, stage_ms={"clone": "slow"}), dict(row("t", "a", 8), run=None),
+        row("t", "a", 9, review_scored=False), row("t", "a", 10, duration_s=math.inf),
+        {"cell_id": "bare"},
+    ]
+
+
+def test_a_tables_rows_are_the_rows_projections() -> None:
+    rng = random.Random(2)
+    rows = [agent_row(rng, f"t{i % 3}", "workflow", i) for i in range(80)] + odd_rows()
+    table = Table.of(rows)
+    assert table.positions == list(range(len(rows)))
+    for index, original in enumerate(rows):
+        projection = project(original)
+        assert table.row(index) == projection
+        assert list(table.row(index)) == list(projection)
+        assert (index in table.kept) == kept(original)
+    assert sum(map(listed, rows)) < len(table.kept) < len(rows)
+    plain = next(i for i, r in enumerate(rows) if not kept(r))
+    assert table.row(plain) is not table.row(plain)  # made again, not held
+    # A cost of 0 (an int) comes back as 0.0: cost is held as a float64, equal to it.
+    assert table.row(len(rows) - 7)["cost_usd"] == 0 == rows[-7]["cost_usd"]
+
+
+def test_flags_and_numbers_keep_null_apart_from_false_and_zero() -> None:
+    rows = [row("t", "a", 1, resolved=None, cost_usd=None, review_scored=None),
+            row("t", "a", 2, resolved=False, cost_usd=0.0, num_turns=0),
+            row("t", "a", 3, resolved=True, cost_usd=1.5, num_turns=12)]
+    table = Table.of(rows)
+    assert [table.value("resolved", i) for i in range(3)] == [None, False, True]
+    assert [table.value("cost_usd", i) for i in range(3)] == [None, 0.0, 1.5]
+    assert [type(table.value("num_turns", i)) for i in range(3)] == [type(None), int, int]
+    assert table.value("review_scored", 0) is None
+    assert list(table.tokens()) == [float(sum(int(r.get(k) or 0) for k in (
+        "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+        "output_tokens"))) for r in rows]
+
+
+def test_a_frame_survives_marshal_and_gathering() -> None:
+    rng = random.Random(4)
+    rows = [agent_row(rng, "t", "baseline", i) for i in range(30)] + odd_rows()
+    keys = [bytes([i]) * 32 for i in range(len(rows))]
+    frame = marshal.loads(marshal.dumps(encode(rows, keys)))
+    table = Table()
+    assert table.append(frame) == 0 and table.append(encode(rows[:5])) == len(rows)
+    assert [table.row(i) for i in range(len(rows))] == [project(r) for r in rows]
+    picked = [3, 0, len(rows) - 1, 7]
+    again = Table()
+    again.append(marshal.loads(marshal.dumps(table.frame(picked, [keys[i] for i in picked]))))
+    assert [again.row(i) for i in range(4)] == [project(rows[i]) for i in picked]
+    assert set(again.stages) <= set(table.stages)
+
+
+def misshapen(frame: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    count, keys, objects, identity, flags, numbers, names, _, _ = frame
+    return [
+        frame[:8], (-1, *frame[1:]), (count, ("key",) * count, *frame[2:]),
+        (count, keys, objects[:-1], *frame[3:]),
+        (count, keys, objects, identity, (flags[0][:-1], *flags[1:]), *frame[5:]),
+        (count, keys, objects, identity, flags, (*numbers[:-1], b""), *frame[6:]),
+        (count, keys, objects, identity, flags, numbers, ("extra", *names), *frame[7:]),
+        (*frame[:8], {count: {}}), (*frame[:8], {0: "not a row"}),
+    ]
+
+
+def test_misshapen_frames_are_refused() -> None:
+    frame = encode([row("t", "a", 1), row("t", "a", 2, kind="session-error")], [b"k" * 32] * 2)
+    assert check(frame) is frame
+    for bad in misshapen(frame):
+        with pytest.raises(FrameError):
+            Table().append(bad)
+    with pytest.raises(FrameError):
+        check(["not", "a", "frame"])
+
+
+def test_a_cache_frame_of_the_wrong_shape_is_damage_and_the_cache_is_rebuilt(
+        tmp_path: Path) -> None:
+    """A frame whose checksum holds but whose shape does not (a cache written by
+    something else) ends the reading: its lines are parsed, the cache written
+    again whole, and the report is the rows' report."""
+    out = write_out_dir(tmp_path / "out", variety())
+    expected = (REPORTS / "variety.report.md").read_text()
+    build_report(out)
+    good = (out / CACHE).read_bytes()
+    payload = marshal.dumps(misshapen(encode([row("t", "a", 1)], [b"k" * 32]))[4])
+    bad = struct.pack("<4s8sII", rowcache.MAGIC, rowcache.TAG, len(payload),
+                      zlib.crc32(payload)) + payload
+    (out / CACHE).write_bytes(bad + good)
+    assert load_entries(out) == ({}, 0)
+    use = CacheUse()
+    assert build_report(out, use=use).files["report.md"] == expected
+    assert (use.hits, use.rewritten) == (0, True)
+    assert len(load_entries(out)[0]) == use.lines
+
+
+def test_the_table_keeps_only_the_rows_the_report_lists(tmp_path: Path) -> None:
+    rng = random.Random(6)
+    rows = [agent_row(rng, f"task-{t}", arm, r) for t in range(5)
+            for arm in ("baseline", "workflow") for r in range(1, 21)]
+    for each in rows:
+        each["sweep_id"] = "20261201T000000Z-test0000"
+    out = write_out_dir(tmp_path / "out", rows)
+    report = build_report(out)
+    assert len(report.table.positions) == len(rows)
+    assert len(report.table.kept) == sum(map(listed, rows)) < len(rows) // 5
+    assert report.kept_rows == [r for r in rows if listed(r)]
