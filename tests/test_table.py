@@ -140,3 +140,31 @@ def test_the_table_keeps_only_the_rows_the_report_lists(tmp_path: Path) -> None:
     assert len(report.table.positions) == len(rows)
     assert len(report.table.kept) == sum(map(listed, rows)) < len(rows) // 5
     assert report.kept_rows == [r for r in rows if listed(r)]
+
+
+def test_compaction_reads_the_cells_of_cached_lines_from_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_wfbench.redact import Redactor
+    from pytest_wfbench.rowcache import CachedRows
+    from pytest_wfbench.store import SUPERSEDED, ResultsStore, read_rows
+
+    out = tmp_path / "out"
+    out.mkdir()
+    store = ResultsStore(out, Redactor.from_environment(()))
+    store._cached = CachedRows(out, batch=1)
+    rows = [row("t", "a", 1), row("t", "a", 2), row("t", "b", 1)]
+    again = dict(rows[0], resolved=True)
+    for each in [*rows, again]:
+        store.append(each)
+    with store.results.open("ab") as results:  # not in the cache, and no cell id
+        results.write(b'{"task": "t", "arm": "x"}\n')
+    parsed: list[bytes] = []
+    real = rowcache._parsed
+    monkeypatch.setattr(rowcache, "_parsed", lambda line: parsed.append(line) or real(line))
+    store.compact()
+    assert parsed == [b'{"task": "t", "arm": "x"}']  # the cached lines were not parsed
+    assert [(r["cell_id"], r["resolved"]) for r in read_rows(store.results)] == \
+        [(rows[1]["cell_id"], rows[1]["resolved"]), (rows[2]["cell_id"], rows[2]["resolved"]),
+         (again["cell_id"], True)]
+    superseded = read_rows(out / SUPERSEDED)
+    assert [r.get("cell_id") for r in superseded] == [rows[0]["cell_id"], None]
