@@ -17,10 +17,12 @@ import pytest
 from pytest_wfbench.schedule.history import FILE, MAX_ENTRIES, DurationHistory
 from pytest_wfbench.schedule.order import (
     CellCost,
+    Plan,
     dispatch_order,
     expected_seconds,
     history_key,
     medians,
+    next_for,
 )
 from pytest_wfbench.schedule.xdist import CostFirstScheduling
 from tests.conftest import Suite, script_arm, task_yaml
@@ -95,21 +97,24 @@ class Worker:
         self.shutting_down = True
 
 
-def play(durations: list[float], workers: int,
-         order: list[int] | None = None) -> tuple[float, list[int]]:
+def play(durations: list[float], workers: int, order: list[int] | None = None,
+         expected: list[float] | None = None) -> tuple[float, list[int]]:
     """Run the scheduler against simulated workers (an xdist worker runs a held
-    cell only when it holds the next one too, or was told to shut down): the
-    makespan, and the cells in the order they started."""
+    cell only when it holds the next one too, or was told to shut down), with
+    the cells in ``order`` expected to take ``expected`` (all alike when None):
+    the makespan, and the cells in the order they started."""
     collection = [f"t.yaml::test_cell[c{i}]" for i in range(len(durations))]
-    scheduler = CostFirstScheduling(lambda ids: order if order is not None
-                                    else list(range(len(ids))))
+    clock = 0.0
+    scheduler = CostFirstScheduling(
+        lambda ids: Plan(order if order is not None else list(range(len(ids))),
+                         expected if expected is not None else [1.0] * len(ids)),
+        clock=lambda: clock)
     nodes = [Worker(f"gw{n}") for n in range(workers)]
     for node in nodes:
         scheduler.add_node(node)
     for node in nodes:
         scheduler.add_node_collection(node, collection)
     scheduler.schedule()
-    clock = 0.0
     started: list[int] = []
     running: list[tuple[float, str, int]] = []  # (ends, worker, cell)
     busy: set[str] = set()
@@ -137,11 +142,25 @@ def test_uneven_cells_end_near_the_ideal_when_their_lengths_are_known() -> None:
     rng.shuffle(durations)
     ideal = sum(durations) / 4
     longest_first = sorted(range(24), key=lambda i: -durations[i])
-    known, started = play(durations, 4, longest_first)
-    assert known <= 1.05 * ideal
+    known, started = play(durations, 4, longest_first, durations)
+    assert known <= 1.01 * ideal
     assert started[:4] == longest_first[:4]
     blind, _ = play(durations, 4)
     assert known < blind
+    # Handing the longest left to whichever worker asks (each asks for its next
+    # cell as it starts one) ends later: a long cell waits on a worker free last.
+    asking, _ = play(durations, 4, longest_first, [1.0] * 24)
+    assert known < asking
+
+
+def test_the_next_cell_goes_where_handing_out_in_order_would_put_it() -> None:
+    costs = [9.0, 8.0, 7.0, 6.0, 5.0, 1.0]
+    queue = [0, 1, 2, 3, 4, 5]
+    # Worker 0 is free at 10, worker 1 at 2: the longest goes to worker 1.
+    assert next_for([10.0, 2.0], 1, queue, costs, lookahead=5) == 0
+    assert next_for([10.0, 2.0], 0, queue, costs, lookahead=5) == 1
+    assert next_for([10.0, 2.0, 2.5], 0, queue, costs, lookahead=5) == 2
+    assert next_for([100.0, 0.0], 0, queue, costs, lookahead=3) == 0  # none within reach
 
 
 def test_fewer_cells_than_workers_hold_all_run() -> None:
@@ -151,7 +170,8 @@ def test_fewer_cells_than_workers_hold_all_run() -> None:
 
 def test_a_dead_workers_cells_go_back_to_the_front() -> None:
     collection = [f"t.yaml::test_cell[c{i}]" for i in range(6)]
-    scheduler = CostFirstScheduling(lambda ids: list(range(len(ids))))
+    scheduler = CostFirstScheduling(lambda ids: Plan(list(range(len(ids))), [1.0] * len(ids)),
+                                    clock=lambda: 0.0)
     a, b = Worker("gw0"), Worker("gw1")
     for node in (a, b):
         scheduler.add_node(node)

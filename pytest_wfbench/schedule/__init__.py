@@ -20,6 +20,13 @@ only order the cells: a stale or wrong one changes which cell starts first,
 never what a cell measures.
 """
 
-from pytest_wfbench.schedule.order import CellCost, dispatch_order, expected_seconds
+from pytest_wfbench.schedule.order import (
+    CellCost,
+    Plan,
+    dispatch_order,
+    dispatch_plan,
+    expected_seconds,
+    next_for,
+)
 
-__all__ = ["CellCost", "dispatch_order", "expected_seconds"]
+__all__ = ["CellCost", "Plan", "dispatch_order", "dispatch_plan", "expected_seconds", "next_for"]

@@ -21,7 +21,8 @@ from pytest_wfbench.schedule.order import (
     AGENT_PHASE_PRIOR_S,
     SCRIPTED_PRIOR_S,
     CellCost,
-    dispatch_order,
+    Plan,
+    dispatch_plan,
     medians,
 )
 from pytest_wfbench.schedule.xdist import CostFirstScheduling
@@ -74,8 +75,9 @@ class SchedulerHooks:
         self.sweep = sweep
         self.durations = durations
 
-    def order(self, collection: Sequence[str]) -> list[int]:
-        """The collection's indices in dispatch order (see :mod:`.order`)."""
+    def plan(self, collection: Sequence[str]) -> Plan:
+        """The collection's indices in dispatch order, with their expected
+        seconds (see :mod:`.order`)."""
         history = self.durations.history()
         known = history.load() if history is not None else {}
         cells = self.sweep.all_cells()
@@ -87,11 +89,11 @@ class SchedulerHooks:
                 costs.append(CellCost(nodeid, "", 0, SCRIPTED_PRIOR_S))
             else:
                 costs.append(CellCost(cell.task_id, cell.arm_name, cell.run, _prior(cell)))
-        return dispatch_order(costs, known)
+        return dispatch_plan(costs, known)
 
     @pytest.hookimpl
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        return CostFirstScheduling(self.order, log)
+        return CostFirstScheduling(self.plan, log)
 
 
 def user_chose_dist(config: pytest.Config) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,9 +47,41 @@ def expected_seconds(cells: Sequence[CellCost], history: Mapping[str, float]) ->
             for cell in cells]
 
 
+@dataclass(frozen=True)
+class Plan:
+    """The cells' indices in dispatch order, and each cell's expected seconds
+    (by index)."""
+
+    order: list[int]
+    costs: list[float]
+
+
 def dispatch_order(cells: Sequence[CellCost], history: Mapping[str, float]) -> list[int]:
     """The cells' indices in the order they are handed out: the longest expected
     first; among equals, run by run (a task's first run before any second run),
     then in collection order."""
+    return dispatch_plan(cells, history).order
+
+
+def dispatch_plan(cells: Sequence[CellCost], history: Mapping[str, float]) -> Plan:
+    """:func:`dispatch_order`, with the expected seconds it orders by."""
     costs = expected_seconds(cells, history)
-    return sorted(range(len(cells)), key=lambda i: (-costs[i], cells[i].run, i))
+    return Plan(sorted(range(len(cells)), key=lambda i: (-costs[i], cells[i].run, i)), costs)
+
+
+def next_for(free: Sequence[float], worker: int, queue: Sequence[int],
+             costs: Sequence[float], lookahead: int) -> int:
+    """Where in the queue (in dispatch order) the cell to give ``worker`` next
+    is: the first that handing the queue out in order, each cell to the worker
+    free first (each free at its expected time, ``free``), would give it. A
+    worker is given its next cell when it starts one, long before it is free:
+    the longest cell left goes to the worker that will be free first, not to the
+    one asking. The front (0) when none of the first ``lookahead`` would be."""
+    heap = [(at, k) for k, at in enumerate(free)]
+    heapq.heapify(heap)
+    for position in range(min(len(queue), lookahead)):
+        at, k = heapq.heappop(heap)
+        if k == worker:
+            return position
+        heapq.heappush(heap, (at + costs[queue[position]], k))
+    return 0

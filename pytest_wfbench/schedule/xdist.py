@@ -11,16 +11,22 @@ expected first, :mod:`.order`). A worker holds at most two: the one it runs
 and the next (an xdist worker needs its next cell in hand to run one, and a
 cell in hand is never taken back), so a worker is given its next cell when it
 starts one, and a worker with nothing left in the queue for it is told to shut
-down, which makes it run the last cell it holds.
+down, which makes it run the last cell it holds. Since a worker's next cell is
+chosen long before it is free, it is the cell that handing the queue out to the
+workers as each is expected to be free would give it (:func:`.order.next_for`):
+with the lengths known, the longest cell left goes to the worker free first.
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from xdist.report import report_collection_diff  # type: ignore[import-untyped]
+
+from pytest_wfbench.schedule.order import Plan, next_for
 
 WorkerController = Any
 """xdist's ``WorkerController`` (xdist ships no type information)."""
@@ -32,13 +38,18 @@ HELD = 2
 class CostFirstScheduling:
     """Longest expected cell first, to the first worker that needs one."""
 
-    def __init__(self, order: Callable[[Sequence[str]], list[int]],
-                 log: Callable[..., Any] | None = None) -> None:
-        self.order = order
+    def __init__(self, plan: Callable[[Sequence[str]], Plan],
+                 log: Callable[..., Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.plan = plan
         self.log = log if log is not None else (lambda *args: None)
+        self.clock = clock
         self.node2collection: dict[WorkerController, list[str]] = {}
         self.node2pending: dict[WorkerController, list[int]] = {}
+        self.node2started: dict[WorkerController, float] = {}
+        """When the cell a worker runs (its first held) started."""
         self.queue: deque[int] = deque()
+        self.costs: list[float] = []
         self.collection: list[str] | None = None
 
     @property
@@ -85,7 +96,8 @@ class CostFirstScheduling:
                     self.log(difference)
                     return
             self.collection = first
-            self.queue = deque(self.order(first))
+            plan = self.plan(first)
+            self.queue, self.costs = deque(plan.order), plan.costs
         self.check_schedule()
 
     def check_schedule(self) -> None:
@@ -96,7 +108,11 @@ class CostFirstScheduling:
         for _ in range(HELD):
             for node in working:
                 if self.queue and len(self.node2pending[node]) < HELD:
-                    index = self.queue.popleft()
+                    if not self.node2pending[node]:
+                        self.node2started[node] = self.clock()
+                    position = self._position_for(node, working)
+                    index = self.queue[position]
+                    del self.queue[position]
                     self.node2pending[node].append(index)
                     node.send_runtest_some([index])
         if not self.queue:
@@ -104,9 +120,25 @@ class CostFirstScheduling:
                 if len(self.node2pending[node]) < HELD:
                     node.shutdown()
 
+    def _position_for(self, node: WorkerController, working: list[WorkerController]) -> int:
+        """Where in the queue the next cell for ``node`` is (see order.next_for)."""
+        now = self.clock()
+        free = []
+        for other in working:
+            held = self.node2pending[other]
+            if not held:
+                free.append(now)
+                continue
+            started = self.node2started.get(other, now)
+            free.append(max(now, started + self.costs[held[0]])
+                        + sum(self.costs[i] for i in held[1:]))
+        return next_for(free, working.index(node), self.queue, self.costs,
+                        lookahead=HELD * len(working) + 1)
+
     def mark_test_complete(self, node: WorkerController, item_index: int,
                            duration: float = 0) -> None:
         self.node2pending[node].remove(item_index)
+        self.node2started[node] = self.clock()  # its next cell starts now
         self.check_schedule()
 
     def mark_test_pending(self, item: str) -> None:
