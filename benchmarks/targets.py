@@ -25,12 +25,17 @@ class Target:
     """``x`` (a ratio), ``s`` (seconds) or ``builds``."""
     measured: str
     """What the value is, in a few words (the figures it comes from)."""
+    informational: bool = False
+    """A figure shown beside the targets, against the limit it is compared to,
+    that is not one of them (it says why in ``measured``)."""
 
     @property
     def holds(self) -> bool | None:
         return None if self.value is None else self.value <= self.limit
 
     def verdict(self) -> str:
+        if self.informational:
+            return "(not a target)"
         return {True: "holds", False: "DOES NOT HOLD", None: "not measured"}[self.holds]
 
     def shown(self) -> str:
@@ -49,8 +54,9 @@ class Target:
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "target": self.target, "value": self.value,
-                "limit": self.limit, "unit": self.unit, "holds": self.holds,
-                "measured": self.measured}
+                "limit": self.limit, "unit": self.unit,
+                "holds": None if self.informational else self.holds,
+                "informational": self.informational, "measured": self.measured}
 
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -82,6 +88,7 @@ def render_targets(targets: Sequence[Target], *, markdown: bool = False) -> str:
 
 
 def summary_line(targets: Sequence[Target]) -> str:
+    targets = [t for t in targets if not t.informational]
     held = sum(1 for t in targets if t.holds is True)
     failed = [t.key for t in targets if t.holds is False]
     missing = [t.key for t in targets if t.holds is None]

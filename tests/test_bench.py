@@ -42,6 +42,9 @@ def test_the_table_shows_every_target_with_its_verdict() -> None:
     markdown = render_targets(targets, markdown=True).splitlines()
     assert markdown[0].startswith("| target |") and len(markdown) == 2 + len(targets)
     assert summary_line(targets) == "1 of 3 targets hold; not held: b; not measured: k"
+    shown = Target("f", "f / ideal", 1.2, 1.1, "x", "for the record", informational=True)
+    assert target_rows([shown])[0][3] == "(not a target)" and shown.to_json()["holds"] is None
+    assert summary_line([*targets, shown]) == summary_line(targets)
 
 
 def test_session_lengths_sum_to_s_and_are_ten_times_apart() -> None:

@@ -4,16 +4,15 @@ protocol, and a real sweep at -n 2."""
 
 from __future__ import annotations
 
-import heapq
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchmarks.scheduling import Worker, play
 from pytest_wfbench.schedule.history import FILE, MAX_ENTRIES, DurationHistory
 from pytest_wfbench.schedule.order import (
     CellCost,
@@ -70,70 +69,6 @@ def test_the_history_keeps_the_most_recent_entries(tmp_path: Path) -> None:
     history.record({"new\0x": 2.0}, now=2)
     kept = history.load()
     assert len(kept) == MAX_ENTRIES and kept["new\0x"] == 2.0
-
-
-@dataclass(eq=False)
-class Gateway:
-    id: str
-
-
-@dataclass(eq=False)
-class Worker:
-    """xdist's side of the protocol as the scheduler sees it: what it was sent."""
-
-    name: str
-    held: list[int] = field(default_factory=list)
-    shutting_down: bool = False
-
-    @property
-    def gateway(self) -> Gateway:
-        return Gateway(self.name)
-
-    def send_runtest_some(self, indices: list[int]) -> None:
-        assert not self.shutting_down, "a cell sent to a worker told to shut down"
-        self.held.extend(indices)
-
-    def shutdown(self) -> None:
-        self.shutting_down = True
-
-
-def play(durations: list[float], workers: int, order: list[int] | None = None,
-         expected: list[float] | None = None) -> tuple[float, list[int]]:
-    """Run the scheduler against simulated workers (an xdist worker runs a held
-    cell only when it holds the next one too, or was told to shut down), with
-    the cells in ``order`` expected to take ``expected`` (all alike when None):
-    the makespan, and the cells in the order they started."""
-    collection = [f"t.yaml::test_cell[c{i}]" for i in range(len(durations))]
-    clock = 0.0
-    scheduler = CostFirstScheduling(
-        lambda ids: Plan(order if order is not None else list(range(len(ids))),
-                         expected if expected is not None else [1.0] * len(ids)),
-        clock=lambda: clock)
-    nodes = [Worker(f"gw{n}") for n in range(workers)]
-    for node in nodes:
-        scheduler.add_node(node)
-    for node in nodes:
-        scheduler.add_node_collection(node, collection)
-    scheduler.schedule()
-    started: list[int] = []
-    running: list[tuple[float, str, int]] = []  # (ends, worker, cell)
-    busy: set[str] = set()
-    while True:
-        for node in nodes:
-            if node.name not in busy and node.held and (len(node.held) >= 2
-                                                         or node.shutting_down):
-                index = node.held.pop(0)
-                started.append(index)
-                busy.add(node.name)
-                heapq.heappush(running, (clock + durations[index], node.name, index))
-        if not running:
-            break
-        clock, name, index = heapq.heappop(running)
-        busy.discard(name)
-        node = next(n for n in nodes if n.name == name)
-        scheduler.mark_test_complete(node, index)
-    assert scheduler.tests_finished and sorted(started) == list(range(len(durations)))
-    return clock, started
 
 
 def test_uneven_cells_end_near_the_ideal_when_their_lengths_are_known() -> None:
