@@ -162,16 +162,20 @@ def aggregation_targets(shapes: dict[str, dict[str, Any]], rows: int) -> list[Ta
             continue
         for state in ("session_end", "cold"):
             run = data[state]
+            cold = state == "cold"
             targets.append(Target(
                 key=f"aggregate_{key}_{state}",
                 target=f"aggregation + report of {rows:,} rows <= 2 s "
                        f"({data['shape']}, {state.replace('_', ' ')})",
-                value=run["wall_s"], limit=2.0, unit="s",
-                measured=f"build_report {run['wall_s']:.2f} s{_split(data, state)}, peak RSS "
-                         f"{run['peak_rss_mib']:.0f} MiB ({run['rss_before_mib']:.0f} MiB "
-                         f"before); reading floor: split+digest "
-                         f"{data['floors']['read_digest_s']:.2f} s, json.loads of every line "
-                         f"{data['floors']['read_parse_s']:.2f} s"))
+                value=run["wall_s"], limit=2.0, unit="s", informational=cold,
+                measured=("no row cache (a report by another version of the harness, or "
+                          "a deleted cache): every line parsed, and json.loads alone takes "
+                          f"{data['floors']['read_parse_s']:.2f} s; " if cold else "")
+                + f"build_report {run['wall_s']:.2f} s{_split(data, state)}, peak RSS "
+                  f"{run['peak_rss_mib']:.0f} MiB ({run['rss_before_mib']:.0f} MiB "
+                  f"before); reading floor: split+digest "
+                  f"{data['floors']['read_digest_s']:.2f} s, json.loads of every line "
+                  f"{data['floors']['read_parse_s']:.2f} s"))
     return targets
 
 

@@ -37,6 +37,7 @@ from typing import IO, Any
 
 from pytest_wfbench import __version__
 from pytest_wfbench.table import Frame, FrameError, Table, encode
+from pytest_wfbench.table.frame import Record, encode_records, record_of
 
 CACHE = ".results.projections"
 FORMAT = 3
@@ -231,7 +232,7 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     keys: list[bytes] = []
     positions: list[int] = []
     pending_keys: list[bytes] = []
-    pending: list[Row] = []
+    pending: list[Record] = []
     parsed_frames: list[Frame] = []
     found, sha256 = index.pop, hashlib.sha256  # line_key, inlined: once per line
     lines_read = missed = 0
@@ -247,11 +248,11 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
             if row is None:
                 continue
             position = table.size + len(pending)
-            pending.append(row)
+            pending.append(record_of(row))  # read while at hand; the row is not kept
             pending_keys.append(key)
             cell, sweep = row.get("cell_id"), row.get("sweep_id")
             if len(pending) >= REWRITE_BATCH:
-                parsed_frames.append(encode(pending, pending_keys))
+                parsed_frames.append(encode_records(pending, pending_keys))
                 table.append(parsed_frames[-1])
                 pending, pending_keys = [], []
         else:
@@ -261,7 +262,7 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
         if sweep_id is None or sweep == sweep_id:
             latest[str(cell)] = position
     if pending:
-        parsed_frames.append(encode(pending, pending_keys))
+        parsed_frames.append(encode_records(pending, pending_keys))
         table.append(parsed_frames[-1])
     table.positions = list(latest.values())
     use.lines += lines_read

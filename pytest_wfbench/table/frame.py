@@ -18,17 +18,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_wfbench.projection import project
-from pytest_wfbench.table.schema import FLAGS, IDENTITY, NAN, NO_FLAG, NUMBERS, OBJECTS, kept
+from pytest_wfbench.table.schema import (
+    FLAG_TYPES,
+    FLAGS,
+    IDENTITY,
+    NAN,
+    NO_FLAG,
+    NUMBER_TYPES,
+    NUMBERS,
+    OBJECTS,
+    kept,
+)
 
 Row = dict[str, Any]
 Frame = tuple[Any, ...]
 SHARED = frozenset(OBJECTS) - {"cell_id"}
 """Strings shared from row to row: interned (marshal writes each once a frame)."""
 FLAG_TYPE, NUMBER_TYPE = "b", "d"
-
-
-def _shared(value: Any) -> Any:
-    return sys.intern(value) if type(value) is str else value
+READ = (*OBJECTS, *FLAGS, *NUMBERS, "stage_ms", "identity")
+"""The fields a frame reads of a row."""
 
 
 def _number(value: Any) -> float:
@@ -44,28 +52,63 @@ def _flag(value: Any) -> int:
     return NO_FLAG if value is None else 1 if value is True else 0 if value is False else NO_FLAG
 
 
+def _shared(column: list[Any]) -> tuple[Any, ...]:
+    """The column with each string interned (one lookup per value)."""
+    interned = {value: sys.intern(value) for value in set(column) if type(value) is str}
+    return tuple(map(interned.get, column, column))
+
+
+def _numbers(column: list[Any]) -> bytes:
+    if NUMBER_TYPES.issuperset(map(type, column)):  # the usual column: a C loop
+        return array(NUMBER_TYPE, [NAN if value is None else value for value in column]).tobytes()
+    return array(NUMBER_TYPE, map(_number, column)).tobytes()
+
+
+def _flags(column: list[Any]) -> bytes:
+    if FLAG_TYPES.issuperset(map(type, column)):
+        return array(FLAG_TYPE, [NO_FLAG if value is None else 1 if value else 0
+                                 for value in column]).tobytes()
+    return array(FLAG_TYPE, map(_flag, column)).tobytes()
+
+
+Record = tuple[tuple[Any, ...], Row | None]
+"""What a frame needs of a row: its READ fields, and its projection when the
+table keeps it (schema.kept)."""
+
+
+def record_of(row: Row) -> Record:
+    """The row's record, read at once (a row is large: its fields are read
+    while it is at hand, and the row need not be kept)."""
+    return tuple(map(row.get, READ)), (project(row) if kept(row) else None)
+
+
 def encode(rows: Sequence[Row], keys: Sequence[bytes] = ()) -> Frame:
     """The frame of these rows (and their lines' keys, if any)."""
-    objects = tuple(tuple(map(_shared, (row.get(name) for row in rows))) if name in SHARED
-                    else tuple(row.get(name) for row in rows) for name in OBJECTS)
-    identities = [row.get("identity") for row in rows]
-    identity = tuple(tuple(_shared(value.get(part)) if isinstance(value, Mapping) else None
-                           for value in identities) for part in IDENTITY)
-    flags = tuple(array(FLAG_TYPE, [_flag(row.get(name)) for row in rows]).tobytes()
-                  for name in FLAGS)
-    numbers = tuple(array(NUMBER_TYPE, [_number(row.get(name)) for row in rows]).tobytes()
-                    for name in NUMBERS)
-    timed = [stage_ms if isinstance(stage_ms := row.get("stage_ms"), dict) else {}
-             for row in rows]
+    return encode_records([record_of(row) for row in rows], keys)
+
+
+def encode_records(records: Sequence[Record], keys: Sequence[bytes] = ()) -> Frame:
+    """The frame of rows' records (and their lines' keys, if any)."""
+    columns = dict(zip(READ, map(list, zip(*(values for values, _ in records), strict=True)),
+                       strict=True)) if records else {name: [] for name in READ}
+    objects = tuple(_shared(columns[name]) if name in SHARED else tuple(columns[name])
+                    for name in OBJECTS)
+    identities = [value if isinstance(value, Mapping) else None
+                  for value in columns["identity"]]
+    identity = tuple(_shared([None if value is None else value.get(part)
+                              for value in identities]) for part in IDENTITY)
+    flags = tuple(_flags(columns[name]) for name in FLAGS)
+    numbers = tuple(_numbers(columns[name]) for name in NUMBERS)
+    timed = [stage_ms if type(stage_ms) is dict else {} for stage_ms in columns["stage_ms"]]
     names: dict[Any, None] = {}
     for stage_ms in timed:
         if stage_ms.keys() != names.keys():
             names.update(dict.fromkeys(stage_ms))
     stage_names = tuple(sys.intern(name) for name in names if type(name) is str)
-    stages = tuple(array(NUMBER_TYPE, [_number(stage_ms.get(name)) for stage_ms in timed])
-                   .tobytes() for name in stage_names)
-    projections = {index: project(row) for index, row in enumerate(rows) if kept(row)}
-    return (len(rows), tuple(keys), objects, identity, flags, numbers, stage_names, stages,
+    stages = tuple(_numbers([stage_ms.get(name) for stage_ms in timed]) for name in stage_names)
+    projections = {index: projection for index, (_, projection) in enumerate(records)
+                   if projection is not None}
+    return (len(records), tuple(keys), objects, identity, flags, numbers, stage_names, stages,
             projections)
 
 
