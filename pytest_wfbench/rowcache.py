@@ -2,11 +2,14 @@
 so that a report of 100,000 rows neither parses 300 MB of JSON again (parsing is
 most of its cost) nor holds the rows: it reads its table a frame at a time.
 
-The cache (``.results.projections`` in the out dir) is never trusted for what
-the file says: a row is found by the digest of its line (its exact bytes), so a
-line that changed, moved or was rewritten (a compacted results file, a merge) is
-either found by its own bytes or parsed again, and a line the cache does not
-know is always parsed. Frames are appended by the processes that write the
+The cache (``.results.projections`` in the out dir) speaks only for the lines
+whose digests key it: a row is found by the digest of its line (its exact
+bytes), so a line that changed, moved or was rewritten (a compacted results
+file, a merge) is either found by its own bytes or parsed again, and a line the
+cache does not know is always parsed. It is as trusted as results.jsonl beside
+it (what can write the one can write the other; no arm's sandbox sees either),
+and read defensively: a frame of the wrong shape ends the reading, and the rows
+of a frame without keys are no line's. Frames are appended by the processes that write the
 rows, a batch at a time under the results file's lock, and by a report that
 parsed many lines; a report that found many entries no line has (a compacted
 file) writes the cache again, as its lines are.
@@ -71,9 +74,13 @@ def _frame(frame: Frame) -> bytes:
     return HEADER.pack(MAGIC, TAG, len(payload), zlib.crc32(payload)) + payload
 
 
+_OTHER: Frame = ()
+"""What _frames yields for a frame of another tag (passed over)."""
+
+
 def _frames(stream: IO[bytes]) -> Iterator[Frame | None]:
     """The frames of this harness in the stream, up to the first that is torn
-    or damaged: then None (frames of another harness are passed over)."""
+    or damaged: then None (a frame of another harness: _OTHER)."""
     while header := stream.read(HEADER.size):
         if len(header) < HEADER.size:
             break
@@ -84,6 +91,7 @@ def _frames(stream: IO[bytes]) -> Iterator[Frame | None]:
         if len(payload) < length or zlib.crc32(payload) != crc:
             break
         if tag != TAG:
+            yield _OTHER
             continue
         try:
             frame = marshal.loads(payload)
@@ -95,36 +103,54 @@ def _frames(stream: IO[bytes]) -> Iterator[Frame | None]:
     yield None
 
 
-def _read_cache(out_dir: Path, table: Table) -> tuple[dict[bytes, int], int, bool]:
-    """The cache's frames added to ``table``: each key's position, the frames
-    read, and whether the file was read whole (not stopped by a damaged or
-    misshapen frame)."""
-    index: dict[bytes, int] = {}
-    frames = 0
+@dataclass
+class _Read:
+    """What reading the cache found."""
+
+    index: dict[bytes, int]
+    """Each key's position in the table."""
+    frames: int = 0
+    whole: bool = True
+    """Read to its end, not stopped by a damaged or misshapen frame."""
+    other: int = 0
+    """Frames of another tag (another harness's), passed over."""
+    unkeyed: int = 0
+    """Rows of frames without keys: no line finds them."""
+
+
+def _read_cache(out_dir: Path, table: Table) -> _Read:
+    """The cache's frames added to ``table``."""
+    read = _Read({})
     try:
         stream = (out_dir / CACHE).open("rb")
     except OSError:
-        return index, 0, True
+        return read
     with stream:
         for frame in _frames(stream):
+            if frame is _OTHER:
+                read.other += 1
+                continue
             try:
                 if frame is None:
                     raise FrameError("a damaged frame")
                 base = table.append(frame)
             except FrameError:
-                return index, frames, False
-            frames += 1
+                read.whole = False
+                return read
+            read.frames += 1
+            if not frame[1]:
+                read.unkeyed += frame[0]
             # A key twice (the same line cached twice) is the same row: either will do.
-            index.update(zip(frame[1], range(base, base + frame[0]), strict=False))  # keys: or none
-    return index, frames, True
+            read.index.update(zip(frame[1], range(base, base + frame[0]), strict=False))
+    return read
 
 
 def load_entries(out_dir: Path) -> tuple[dict[bytes, Row], int]:
     """The cache's rows (their projections) by key, and how many frames held
     them (none when there is no cache, or it cannot be read)."""
     table = Table()
-    index, frames, _ = _read_cache(out_dir, table)
-    return {key: table.row(position) for key, position in index.items()}, frames
+    read = _read_cache(out_dir, table)
+    return {key: table.row(position) for key, position in read.index.items()}, read.frames
 
 
 def _parsed_rows(lines: Iterable[bytes]) -> tuple[list[bytes], list[Row]]:
@@ -164,16 +190,23 @@ class CachedRows:
         self._keys += keys
         self._rows += rows
         if len(self._rows) >= self.batch:
-            append_frames(self.out_dir, [encode(self._rows, self._keys)])
-            self._keys, self._rows = [], []
+            batch, self._keys, self._rows = (self._rows, self._keys), [], []
+            try:
+                frame = encode(*batch)
+            except Exception:  # the cache must never cost a row its write
+                return  # these rows are parsed by the report
+            append_frames(self.out_dir, [frame])
 
 
 def rewrite(out_dir: Path, frames: Iterable[Frame]) -> None:
     """Replace the cache by exactly these frames (written to a new file first)."""
     path = out_dir / CACHE
     temporary = path.with_name(f"{CACHE}.{os.getpid()}.new")
+    with contextlib.suppress(OSError):
+        temporary.unlink()  # a leftover (or a planted link): never written through
     try:
-        with temporary.open("wb") as out:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with open(fd, "wb") as out:
             for frame in frames:
                 out.write(_frame(frame))
         os.replace(temporary, path)
@@ -226,23 +259,28 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     is damaged."""
     use = use if use is not None else CacheUse()
     table = Table()
-    index, use.frames, whole = _read_cache(out_dir, table)
+    read = _read_cache(out_dir, table)
+    use.frames = read.frames
     cells, sweeps = table.objects["cell_id"], table.objects["sweep_id"]
+    hit: set[bytes] = set()
     latest: dict[str, int] = {}
     keys: list[bytes] = []
     positions: list[int] = []
     pending_keys: list[bytes] = []
     pending: list[Record] = []
     parsed_frames: list[Frame] = []
-    found, sha256 = index.pop, hashlib.sha256  # line_key, inlined: once per line
+    found, seen, sha256 = read.index.get, hit.add, hashlib.sha256  # line_key, inlined
     lines_read = missed = 0
     for line in lines:
         if not line or line.isspace():
             continue
         lines_read += 1
         key = sha256(line).digest()
-        position = found(key, None)
-        if position is None:
+        position = found(key)
+        if position is not None:
+            seen(key)
+            cell, sweep = cells[position], sweeps[position]
+        else:
             missed += 1
             row = _parsed(line)
             if row is None:
@@ -255,8 +293,6 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
                 parsed_frames.append(encode_records(pending, pending_keys))
                 table.append(parsed_frames[-1])
                 pending, pending_keys = [], []
-        else:
-            cell, sweep = cells[position], sweeps[position]
         keys.append(key)
         positions.append(position)
         if sweep_id is None or sweep == sweep_id:
@@ -269,13 +305,15 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     use.missed += missed
     use.parsed += sum(frame[0] for frame in parsed_frames)
     use.hits = use.lines - use.missed
-    use.stale = len(index)
-    if not whole or use.stale * REWRITE_SHARE > use.lines:
+    use.stale = len(read.index) - len(hit) + read.unkeyed
+    many_missed = missed * REWRITE_SHARE > use.lines
+    if (not read.whole or use.stale * REWRITE_SHARE > use.lines
+            or (read.other and many_missed)):  # another harness's frames: dropped
         rewrite(out_dir, (table.frame(positions[start:start + REWRITE_BATCH],
                                       keys[start:start + REWRITE_BATCH])
                           for start in range(0, max(len(positions), 1), REWRITE_BATCH)))
         use.rewritten = True
-    elif missed * REWRITE_SHARE > use.lines:
+    elif many_missed:
         append_frames(out_dir, parsed_frames)
         use.rewritten = True
     return table
@@ -285,8 +323,8 @@ def line_cells(out_dir: Path, lines: Iterable[bytes]) -> list[str | None]:
     """Each line's cell id, through the cache (None for a line that is not a
     row, or a row without one)."""
     table = Table()
-    index, _, _ = _read_cache(out_dir, table)
-    cells, found, sha256 = table.objects["cell_id"], index.get, hashlib.sha256
+    cells, found, sha256 = table.objects["cell_id"], _read_cache(out_dir, table).index.get, \
+        hashlib.sha256
     out: list[str | None] = []
     for line in lines:
         position = found(sha256(line).digest())

@@ -4,8 +4,10 @@ rows it keeps whole."""
 
 from __future__ import annotations
 
+import json
 import marshal
 import math
+import os
 import random
 import struct
 import zlib
@@ -37,7 +39,8 @@ def odd_rows() -> list[dict[str, Any]]:
         row("t", "a", 6, cost_usd=float(2**53), stage_ms={"clone": 3, "verify": 0.25}),
         row("t", "a", 7, stage_ms={"clone": "slow"}), dict(row("t", "a", 8), run=None),
         row("t", "a", 9, review_scored=False), row("t", "a", 10, duration_s=math.inf),
-        {"cell_id": "bare"},
+        row("t", "a", 11, stage_ms={}), row("t", "a", 12, identity={"arm": "x"}),
+        row("t", "a", 13, identity={"task": None, "oracle": "o"}), {"cell_id": "bare"},
     ]
 
 
@@ -55,7 +58,8 @@ def test_a_tables_rows_are_the_rows_projections() -> None:
     plain = next(i for i, r in enumerate(rows) if not kept(r))
     assert table.row(plain) is not table.row(plain)  # made again, not held
     # A cost of 0 (an int) comes back as 0.0: cost is held as a float64, equal to it.
-    assert table.row(len(rows) - 7)["cost_usd"] == 0 == rows[-7]["cost_usd"]
+    zero = next(i for i, r in enumerate(rows) if r.get("cost_usd") == 0)
+    assert table.row(zero)["cost_usd"] == 0 and type(rows[zero]["cost_usd"]) is int
 
 
 def test_flags_and_numbers_keep_null_apart_from_false_and_zero() -> None:
@@ -67,7 +71,7 @@ def test_flags_and_numbers_keep_null_apart_from_false_and_zero() -> None:
     assert [table.value("cost_usd", i) for i in range(3)] == [None, 0.0, 1.5]
     assert [type(table.value("num_turns", i)) for i in range(3)] == [type(None), int, int]
     assert table.value("review_scored", 0) is None
-    assert list(table.tokens()) == [float(sum(int(r.get(k) or 0) for k in (
+    assert table.tokens([0, 1, 2]) == [float(sum(int(r.get(k) or 0) for k in (
         "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
         "output_tokens"))) for r in rows]
 
@@ -168,3 +172,110 @@ def test_compaction_reads_the_cells_of_cached_lines_from_the_cache(
          (again["cell_id"], True)]
     superseded = read_rows(out / SUPERSEDED)
     assert [r.get("cell_id") for r in superseded] == [rows[0]["cell_id"], None]
+
+
+# ------------------------------------------------- rows at the edges, planted frames
+
+
+def results_dir(tmp_path: Path, rows: list[dict[str, Any]]) -> Path:
+    out = tmp_path / "out"
+    out.mkdir()
+    with (out / "results.jsonl").open("w") as results:
+        for each in rows:
+            results.write(json.dumps({"sweep_id": "S1", **each}, sort_keys=True) + "\n")
+    (out / "sweep.json").write_text(json.dumps({"sweep_id": "S1", "settings": {},
+                                                "sessions": []}))
+    return out
+
+
+def plant(out: Path, frame: tuple[Any, ...], tag: bytes = rowcache.TAG) -> None:
+    payload = marshal.dumps(frame)
+    (out / CACHE).write_bytes(struct.pack("<4s8sII", rowcache.MAGIC, tag, len(payload),
+                                          zlib.crc32(payload)) + payload)
+
+
+def test_a_planted_frame_without_keys_changes_no_row_and_breaks_nothing(tmp_path: Path) -> None:
+    rows = [row("t", "a", r, stage_ms={"clone": 100.0 * r}) for r in range(1, 4)]
+    out = results_dir(tmp_path, rows)
+    clean = build_report(out).files["report.md"]
+    count, _, objects, identity, flags, numbers, _, stages, kept_rows = encode(
+        [row("x", "x", 1, stage_ms={"clone": 1.0})])
+    twice = (count, (), objects, identity, flags, numbers, ("clone", "clone"),
+             (stages[0], stages[0]), kept_rows)  # a stage named twice
+    with pytest.raises(FrameError):
+        check(twice)
+    for planted in (twice, encode([row("x", "x", 1, input_tokens=math.inf)])):
+        plant(out, planted)
+        use = CacheUse()
+        assert build_report(out, use=use).files["report.md"] == clean
+        assert use.hits == 0
+
+
+def test_rows_the_report_is_not_about_are_not_read(tmp_path: Path) -> None:
+    other = {**row("t", "a", 1, input_tokens=1e400), "sweep_id": "other"}  # "Infinity"
+    out = results_dir(tmp_path, [other, *(row("t", "a", r) for r in range(1, 4))])
+    report = build_report(out)
+    assert report.summary.rows == 3 and len(report.table.positions) == 3
+
+
+def test_a_line_twice_is_found_twice_and_the_cache_stays_as_it_is(tmp_path: Path) -> None:
+    rows = [row("t", "a", r) for r in range(1, 6)]
+    out = results_dir(tmp_path, [*rows, rows[0]])  # an append retried whole
+    build_report(out)
+    size = (out / CACHE).stat().st_size
+    use = CacheUse()
+    build_report(out, use=use)
+    assert (use.missed, use.stale, use.rewritten) == (0, 0, False)
+    assert (out / CACHE).stat().st_size == size
+
+
+def test_flags_are_read_by_their_truth_as_the_rows_were() -> None:
+    table = Table.of([row("t", "a", 1), row("t", "a", 2, counted=1, resolved=0, reused=1)])
+    assert [table.value("counted", i) for i in (0, 1)] == [True, True]
+    assert (table.value("resolved", 1), table.value("reused", 1)) == (False, True)
+    assert 1 in table.kept  # not a boolean: kept as it is, too
+
+
+def test_fields_of_odd_types_and_sizes_neither_crash_nor_lose_digits(tmp_path: Path) -> None:
+    odd = [row("t", "a", 1, arm_kind={"kind": "gold"}, model=["m"]),
+           row("t", "a", 2, identity={"task": ["x"], "oracle": "o"}),
+           row("t", "a", 3, input_tokens=2**53 + 1), row("t", "a", 4, output_tokens=10**400)]
+    table = Table.of(odd)
+    assert [table.row(i) for i in range(4)] == [project(r) for r in odd]
+    assert len(table.kept) == 4
+    from pytest_wfbench.redact import Redactor
+    from pytest_wfbench.rowcache import CachedRows
+    from pytest_wfbench.store import ResultsStore, read_rows
+    store = ResultsStore(tmp_path, Redactor.from_environment(()))
+    store._cached = CachedRows(tmp_path, batch=2)
+    store.append(row("t", "a", 1, input_tokens=10**400))
+    for run in range(2, 7):
+        store.append(row("t", "a", run))  # a batch that cannot be cached costs no write
+    assert len(read_rows(store.results)) == 6
+
+
+def test_a_null_lane_is_not_the_agent_lane(tmp_path: Path) -> None:
+    out = results_dir(tmp_path, [row("t", "a", 1), row("t", "a", 2, lane=None),
+                                 {k: v for k, v in row("t", "a", 3).items() if k != "lane"}])
+    assert build_report(out).summary.rows == 2  # lane "agent", and no lane at all
+
+
+def test_another_harnesss_frames_are_dropped_when_the_cache_is_written(tmp_path: Path) -> None:
+    out = results_dir(tmp_path, [row("t", "a", r) for r in range(1, 20)])
+    plant(out, encode([row("x", "x", 1)], [b"k" * 32]), tag=b"elsewher")
+    use = CacheUse()
+    build_report(out, use=use)
+    assert use.rewritten and use.hits == 0
+    again = CacheUse()
+    build_report(out, use=again)
+    assert (again.hits, again.frames, again.rewritten) == (again.lines, 1, False)
+    assert b"elsewher" not in (out / CACHE).read_bytes()
+
+
+def test_the_cache_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    out = results_dir(tmp_path, [row("t", "a", 1)])
+    target = tmp_path / "elsewhere"
+    target.write_text("keep me")
+    (out / f"{CACHE}.{os.getpid()}.new").symlink_to(target)
+    rowcache.rewrite_entries(out, [])
+    assert target.read_text() == "keep me" and load_entries(out) == ({}, 1)

@@ -74,7 +74,7 @@ def medians_at(table: Table, positions: Sequence[int]) -> dict[str, float | None
     if not positions:
         return dict.fromkeys(METRICS)
     medians: dict[str, float | None] = {
-        "tokens": statistics.median(gather(table.tokens(), positions))}
+        "tokens": statistics.median(table.tokens(positions))}
     for name in MEASURED:
         values = gather(table.number(name), positions)
         present = [value for value in values if value == value]  # NaN is null

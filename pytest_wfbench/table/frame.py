@@ -12,6 +12,7 @@ numbers is a copy of bytes: no object per value.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from array import array
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,6 @@ from typing import Any
 
 from pytest_wfbench.projection import project
 from pytest_wfbench.table.schema import (
-    FLAG_TYPES,
     FLAGS,
     IDENTITY,
     NAN,
@@ -27,6 +27,7 @@ from pytest_wfbench.table.schema import (
     NUMBER_TYPES,
     NUMBERS,
     OBJECTS,
+    TEXT_TYPES,
     kept,
 )
 
@@ -35,6 +36,7 @@ Frame = tuple[Any, ...]
 SHARED = frozenset(OBJECTS) - {"cell_id"}
 """Strings shared from row to row: interned (marshal writes each once a frame)."""
 FLAG_TYPE, NUMBER_TYPE = "b", "d"
+FLAG_BYTES = frozenset(array(FLAG_TYPE, [NO_FLAG, 0, 1]).tobytes())
 READ = (*OBJECTS, *FLAGS, *NUMBERS, "stage_ms", "identity")
 """The fields a frame reads of a row."""
 
@@ -49,26 +51,29 @@ def _number(value: Any) -> float:
 
 
 def _flag(value: Any) -> int:
-    return NO_FLAG if value is None else 1 if value is True else 0 if value is False else NO_FLAG
+    """A flag's byte: null, else its truth (as the readers of rows took it)."""
+    return NO_FLAG if value is None else 1 if value else 0
 
 
 def _shared(column: list[Any]) -> tuple[Any, ...]:
     """The column with each string interned (one lookup per value)."""
-    interned = {value: sys.intern(value) for value in set(column) if type(value) is str}
-    return tuple(map(interned.get, column, column))
+    if TEXT_TYPES.issuperset(map(type, column)):
+        interned = {value: sys.intern(value) for value in set(column) if value is not None}
+        return tuple(map(interned.get, column, column))
+    return tuple(sys.intern(value) if type(value) is str else value for value in column)
 
 
 def _numbers(column: list[Any]) -> bytes:
     if NUMBER_TYPES.issuperset(map(type, column)):  # the usual column: a C loop
-        return array(NUMBER_TYPE, [NAN if value is None else value for value in column]).tobytes()
+        with contextlib.suppress(OverflowError):  # an integer beyond a float64
+            return array(NUMBER_TYPE,
+                         [NAN if value is None else value for value in column]).tobytes()
     return array(NUMBER_TYPE, map(_number, column)).tobytes()
 
 
 def _flags(column: list[Any]) -> bytes:
-    if FLAG_TYPES.issuperset(map(type, column)):
-        return array(FLAG_TYPE, [NO_FLAG if value is None else 1 if value else 0
-                                 for value in column]).tobytes()
-    return array(FLAG_TYPE, map(_flag, column)).tobytes()
+    return array(FLAG_TYPE, [NO_FLAG if value is None else 1 if value else 0
+                             for value in column]).tobytes()
 
 
 Record = tuple[tuple[Any, ...], Row | None]
@@ -127,8 +132,10 @@ def check(frame: Any) -> Frame:
             and len(keys) in (0, count) and set(map(type, keys)) <= {bytes}
             and _columns(objects, len(OBJECTS), count) and _columns(identity, len(IDENTITY), count)
             and _blobs(flags, len(FLAGS), count * flag_size)
+            and all(FLAG_BYTES.issuperset(blob) for blob in flags)
             and _blobs(numbers, len(NUMBERS), count * number_size)
             and isinstance(stage_names, tuple) and all(type(n) is str for n in stage_names)
+            and len(set(stage_names)) == len(stage_names)
             and _blobs(stages, len(stage_names), count * number_size)
             and isinstance(projections, dict)
             and all(type(i) is int and 0 <= i < count and isinstance(row, dict)

@@ -51,22 +51,35 @@ STAGE_NAME_TYPES = frozenset((str,))
 STAGE_TIME_TYPES = frozenset((int, float))
 
 
+EXACT = 2**53
+"""Integers a float64 holds exactly."""
+
+
 def _fits(row: Row) -> bool:
     """Whether every held field of the row fits its column (types compared as
-    sets: a row's fields are read once, by C loops). A NaN, which no JSON row
-    has, reads as null from a column."""
+    sets: a row's fields are read once, by C loops): text or null, a boolean or
+    null, a number or null (an integer a float64 holds exactly). A NaN reads as
+    null from a column, and a count that is not finite as 0."""
     get = row.get
+    numbers = list(map(get, NUMBERS))
     if not (FLAG_TYPES.issuperset(map(type, map(get, FLAGS)))
-            and NUMBER_TYPES.issuperset(map(type, map(get, NUMBERS)))):
+            and TEXT_TYPES.issuperset(map(type, map(get, OBJECTS)))
+            and NUMBER_TYPES.issuperset(map(type, numbers))
+            and all(-EXACT <= value <= EXACT for value in numbers if type(value) is int)):
         return False
     stage_ms = get("stage_ms")
     if stage_ms is not None and (
-            type(stage_ms) is not dict or not STAGE_NAME_TYPES.issuperset(map(type, stage_ms))
+            type(stage_ms) is not dict or not stage_ms  # {}: the columns would say None
+            or not STAGE_NAME_TYPES.issuperset(map(type, stage_ms))
             or not STAGE_TIME_TYPES.issuperset(map(type, stage_ms.values()))):
         return False
     identity = get("identity")
-    return identity is None or (isinstance(identity, Mapping) and TEXT_TYPES.issuperset(
-        type(identity.get(part)) for part in IDENTITY))
+    if identity is None:
+        return True
+    if not isinstance(identity, Mapping):
+        return False
+    parts = [identity[part] for part in IDENTITY if part in identity]
+    return bool(parts) and all(type(value) is str for value in parts)
 
 
 def kept(row: Row) -> bool:

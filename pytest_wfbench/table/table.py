@@ -16,12 +16,17 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import Any
 
+from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.projection import PROJECTED
 from pytest_wfbench.table.frame import FLAG_TYPE, NUMBER_TYPE, Frame, check, encode
 from pytest_wfbench.table.schema import FLAGS, IDENTITY, INTEGERS, NAN, NO_FLAG, NUMBERS, OBJECTS
 
 Row = dict[str, Any]
 FLAG_VALUES = {NO_FLAG: None, 0: False, 1: True}
+
+
+def _count(value: float) -> int:
+    return int(value) if value - value == 0 else 0  # NaN (null) and infinities: 0
 
 
 def gather(column: Sequence[Any], positions: Sequence[int]) -> tuple[Any, ...]:
@@ -45,7 +50,6 @@ class Table:
         self.kept: dict[int, Row] = {}
         """Index -> the row's projection, for the rows kept whole (schema.kept)."""
         self.positions: list[int] = []
-        self._tokens: array[float] | None = None
 
     @classmethod
     def of(cls, rows: Iterable[Row]) -> Table:
@@ -79,7 +83,6 @@ class Table:
         for index, row in kept.items():
             self.kept[base + index] = row
         self.size += count
-        self._tokens = None
         return base
 
     def frame(self, positions: Sequence[int], keys: Sequence[bytes] = ()) -> Frame:
@@ -113,19 +116,12 @@ class Table:
         """NaN for null."""
         return self.numbers[name]
 
-    def tokens(self) -> array[float]:
-        """Each row's total of the usage fields (aggregate.total_tokens): each
-        field as an int, null as 0."""
-        if self._tokens is None:
-            columns = [self.numbers[name] for name in ("input_tokens",
-                                                        "cache_creation_input_tokens",
-                                                        "cache_read_input_tokens",
-                                                        "output_tokens")]
-            self._tokens = array(NUMBER_TYPE, [
-                float((int(a) if a == a else 0) + (int(b) if b == b else 0)
-                      + (int(c) if c == c else 0) + (int(d) if d == d else 0))
-                for a, b, c, d in zip(*columns, strict=True)])
-        return self._tokens
+    def tokens(self, positions: Sequence[int]) -> list[float]:
+        """These rows' totals of the usage fields (aggregate.total_tokens): each
+        field as an int, null (and a count that is not finite) as 0."""
+        columns = [gather(self.numbers[name], positions) for name in USAGE_FIELDS]
+        return [float(_count(a) + _count(b) + _count(c) + _count(d))
+                for a, b, c, d in zip(*columns, strict=True)]
 
     def value(self, name: str, index: int) -> Any:
         """A held field of one row, as the row has it (null as None)."""
@@ -179,7 +175,9 @@ class Table:
                 if column[i] == value]
 
     def agent(self, positions: Sequence[int] | None = None) -> list[int]:
-        """The positions of the agent lane's rows (a row without a lane is one)."""
-        lane = self.objects["lane"]
+        """The positions of the agent lane's rows: lane "agent", or none (a row
+        whose lane is null is another: it is kept whole, and says so)."""
+        lane, kept = self.objects["lane"], self.kept
         return [i for i in (self.positions if positions is None else positions)
-                if lane[i] is None or lane[i] == "agent"]
+                if lane[i] == "agent" or (lane[i] is None and (
+                    i not in kept or kept[i].get("lane", "agent") == "agent"))]
