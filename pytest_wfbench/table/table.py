@@ -168,12 +168,6 @@ class Table:
         return [kept[i] for i in (self.positions if positions is None else positions)
                 if i in kept]
 
-    def where(self, name: str, value: Any, positions: Sequence[int] | None = None) -> list[int]:
-        """The positions whose object field ``name`` is ``value``."""
-        column = self.objects[name]
-        return [i for i in (self.positions if positions is None else positions)
-                if column[i] == value]
-
     def agent(self, positions: Sequence[int] | None = None) -> list[int]:
         """The positions of the agent lane's rows: lane "agent", or none (a row
         whose lane is null is another: it is kept whole, and says so)."""
