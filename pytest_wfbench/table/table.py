@@ -6,7 +6,9 @@ report is about (the last row of each cell, in the order cells first appeared),
 by index into the columns; a row not among them (an earlier row of a cell that
 ran again, a cached line the results file no longer has) stays in the columns,
 unread. :meth:`Table.row` makes a row's projection again
-(:func:`pytest_wfbench.projection.project`), for the readers that take rows.
+(:func:`pytest_wfbench.projection.project`), for the readers that take rows:
+equal to it (a number the row had as an int where a float is held, a cost of
+``0``, comes back as ``0.0``).
 """
 
 from __future__ import annotations
