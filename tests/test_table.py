@@ -34,7 +34,7 @@ def odd_rows() -> list[dict[str, Any]]:
         row("t", "a", 1, identity="not a dict", stage_ms=[1, 2], artifacts=["x"]),
         row("t", "a", 2, audit={"role": "mutant"}, artifacts=["m.patch"],
             identity={"oracle": "o", "other": "x"}, stage_ms={"clone": 1.0}),
-        row("t", "a", 3, num_turns="many"), row("t", "a", 4, resolved=1),
+        row("t", "a", 3, num_turns="many"), dict(row("t", "a", 4), resolved=1),
         row("t", "a", 5, cost_usd=0, input_tokens=0, diff_files=None),
         row("t", "a", 6, cost_usd=float(2**53), stage_ms={"clone": 3, "verify": 0.25}),
         row("t", "a", 7, stage_ms={"clone": "slow"}), dict(row("t", "a", 8), run=None),
@@ -63,7 +63,7 @@ def test_a_tables_rows_are_the_rows_projections() -> None:
 
 
 def test_flags_and_numbers_keep_null_apart_from_false_and_zero() -> None:
-    rows = [row("t", "a", 1, resolved=None, cost_usd=None, review_scored=None),
+    rows = [dict(row("t", "a", 1, cost_usd=None, review_scored=None), resolved=None),
             row("t", "a", 2, resolved=False, cost_usd=0.0, num_turns=0),
             row("t", "a", 3, resolved=True, cost_usd=1.5, num_turns=12)]
     table = Table.of(rows)
@@ -164,7 +164,12 @@ def test_compaction_reads_the_cells_of_cached_lines_from_the_cache(
         results.write(b'{"task": "t", "arm": "x"}\n')
     parsed: list[bytes] = []
     real = rowcache._parsed
-    monkeypatch.setattr(rowcache, "_parsed", lambda line: parsed.append(line) or real(line))
+
+    def counted(line: bytes) -> dict[str, Any] | None:
+        parsed.append(line)
+        return real(line)
+
+    monkeypatch.setattr(rowcache, "_parsed", counted)
     store.compact()
     assert parsed == [b'{"task": "t", "arm": "x"}']  # the cached lines were not parsed
     assert [(r["cell_id"], r["resolved"]) for r in read_rows(store.results)] == \
@@ -230,7 +235,7 @@ def test_a_line_twice_is_found_twice_and_the_cache_stays_as_it_is(tmp_path: Path
 
 
 def test_flags_are_read_by_their_truth_as_the_rows_were() -> None:
-    table = Table.of([row("t", "a", 1), row("t", "a", 2, counted=1, resolved=0, reused=1)])
+    table = Table.of([row("t", "a", 1), dict(row("t", "a", 2), counted=1, resolved=0, reused=1)])
     assert [table.value("counted", i) for i in (0, 1)] == [True, True]
     assert (table.value("resolved", 1), table.value("reused", 1)) == (False, True)
     assert 1 in table.kept  # not a boolean: kept as it is, too
