@@ -16,7 +16,6 @@ from pytest_wfbench.lanes.report import render_lanes_terminal
 from pytest_wfbench.outdir import (
     COMPLETE,
     OutDirReport,
-    audit_rows,
     partial_state,
     spend_lines,
     write_report,
@@ -124,7 +123,7 @@ def summary_lines(sweep: Sweep, finished: Finished) -> list[tuple[str, Markup]]:
         say(line)
     for line in promotion_lines(finished.report.promotions):
         say(line, bold=True)
-    for audit in audit_tasks(audit_rows(finished.report.table)):
+    for audit in audit_tasks(finished.report.audit_rows):
         verdicts = audit.verdicts(sweep.options.min_kill_rate)
         say(f"wfbench audit: {audit.task}: {'; '.join(verdicts)}",
             green=verdicts == ["sound"], red=verdicts != ["sound"])

@@ -72,6 +72,9 @@ class OutDirReport:
     provenance: dict[str, Any] = field(default_factory=dict)
     sections: list[str] = field(default_factory=list)
     promotions: list[dict[str, Any]] = field(default_factory=list)
+    audit_rows: list[dict[str, Any]] = field(default_factory=list)
+    """What the audit read (:func:`audit_rows`), made once for the report and the
+    terminal."""
     files: dict[str, str] = field(default_factory=dict)
     """File name -> text, to be written (redacted) into the out dir."""
 
@@ -216,7 +219,8 @@ def _build_report(out_dir: Path, baseline_arm: str | None, use: CacheUse | None)
     summary = summarize_table(table, agent, baseline)
     kept = table.kept_rows()
     review = review_quality_section(kept)  # review rows are kept
-    audit = audit_section(audit_rows(table),
+    audited = audit_rows(table)
+    audit = audit_section(audited,
                           float(settings.get("min_kill_rate", DEFAULT_MIN_KILL_RATE)))
     sections = [*plan_section(record), *audit, *(["", ] if audit else []),
                 *trust_sections_of(table, table.positions),
@@ -227,7 +231,7 @@ def _build_report(out_dir: Path, baseline_arm: str | None, use: CacheUse | None)
     promotions = promotion_evidence(table, agent, summary, record)
     report = OutDirReport(table=table, record=record, environment=environment,
                           summary=summary, provenance=facts, sections=sections,
-                          promotions=promotions)
+                          promotions=promotions, audit_rows=audited)
     report.files[REPORT] = render_markdown(summary, facts, sections, promotions)
     if promotions:
         report.files[PROMOTION] = json.dumps(

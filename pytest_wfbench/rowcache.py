@@ -215,14 +215,6 @@ def rewrite(out_dir: Path, frames: Iterable[Frame]) -> None:
             temporary.unlink()
 
 
-def rewrite_entries(out_dir: Path, rows: list[tuple[bytes, Row]]) -> None:
-    """Replace the cache by the frames of these (key, row) pairs, REWRITE_BATCH
-    to a frame (at least one frame, empty for no rows)."""
-    rewrite(out_dir, (encode([row for _, row in rows[start:start + REWRITE_BATCH]],
-                             [key for key, _ in rows[start:start + REWRITE_BATCH]])
-                      for start in range(0, max(len(rows), 1), REWRITE_BATCH)))
-
-
 @dataclass
 class CacheUse:
     """What reading the results with the cache did (for the benchmark)."""

@@ -21,6 +21,7 @@ from pytest_wfbench.projection import IDENTITY_PARTS, PROJECTED, SHARED_KEYS, li
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.rowcache import CACHE, CachedRows, CacheUse, latest_rows, load_entries
 from pytest_wfbench.store import ResultsStore, iter_rows, result_lines
+from pytest_wfbench.table import encode
 from tests.rows import row, runs
 
 pytestmark = pytest.mark.rows_by_hand  # hand-built rows of a few fields
@@ -233,7 +234,7 @@ def test_a_rewritten_cache_holds_its_entries_a_batch_to_a_frame(
     assert frames == -(-cold.lines // 7)
     assert build_report(out, use=warm).files["report.md"] == expected
     assert (warm.hits, warm.frames, warm.rewritten) == (warm.lines, frames, False)
-    rowcache.rewrite_entries(out, [])
+    rowcache.rewrite(out, [encode([])])
     assert load_entries(out) == ({}, 1)  # an empty cache is one empty frame
 
 

@@ -282,5 +282,5 @@ def test_the_cache_is_never_written_through_a_planted_link(tmp_path: Path) -> No
     target = tmp_path / "elsewhere"
     target.write_text("keep me")
     (out / f"{CACHE}.{os.getpid()}.new").symlink_to(target)
-    rowcache.rewrite_entries(out, [])
+    rowcache.rewrite(out, [encode([])])
     assert target.read_text() == "keep me" and load_entries(out) == ({}, 1)
