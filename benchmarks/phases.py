@@ -7,10 +7,18 @@ finish (where it writes the rows of unrun cells and the report).
 It writes the timestamps (``time.time()``, seconds since the epoch) as JSON to
 the file named by ``$WFBENCH_BENCH_PHASES``, from the controller only. It
 does nothing when that variable is unset.
+
+A session end that stalls is caught in the act: from sessionfinish on, every
+process (the controller until it unconfigures, each xdist worker until it
+exits) has ``faulthandler`` dump all its threads' stacks every STALL_DUMP_S
+seconds into ``<phases file>.stall-<who>.txt`` after a one-line header; a
+file with more than its header is a stall, with where the process was
+(:func:`stalls`).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import time
@@ -24,7 +32,10 @@ ENV_OUT = "WFBENCH_BENCH_PHASES"
 ENV_T0 = "WFBENCH_BENCH_T0"
 """When the benchmark started the process (set by :mod:`benchmarks.runner`)."""
 
+STALL_DUMP_S = 2.0
+
 _marks: dict[str, float] = {}
+_stall: list[tuple[Path, Any]] = []
 
 
 def _mark(name: str) -> None:
@@ -60,9 +71,47 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
         _mark("runtestloop_end")
 
 
+def _who(config: pytest.Config) -> str:
+    workerinput = getattr(config, "workerinput", None)
+    return str(workerinput.get("workerid", "worker")) if workerinput else "controller"
+
+
+def _watch_for_stall(config: pytest.Config) -> None:
+    target = os.environ.get(ENV_OUT)
+    if not target or _stall:
+        return
+    path = Path(f"{target}.stall-{_who(config)}.txt")
+    stream = path.open("w", encoding="utf-8")
+    stream.write(f"{_who(config)} (pid {os.getpid()}): sessionfinish at {time.time():.3f}, "
+                 f"stacks every {STALL_DUMP_S:g} s until it unconfigures or exits\n")
+    stream.flush()
+    faulthandler.dump_traceback_later(STALL_DUMP_S, repeat=True, file=stream)
+    _stall.append((path, stream))
+
+
+def _stall_over() -> None:
+    if not _stall:
+        return
+    faulthandler.cancel_dump_traceback_later()
+    _stall.pop()[1].close()
+
+
+def stalls(marks_file: Path) -> dict[str, str]:
+    """The processes of a run whose session end stalled: who -> its first
+    stack dump (see the module's docstring)."""
+    found = {}
+    for path in sorted(marks_file.parent.glob(f"{marks_file.name}.stall-*.txt")):
+        header, _, dumps = path.read_text(encoding="utf-8", errors="replace").partition("\n")
+        if dumps.strip():
+            found[path.name.rpartition(".stall-")[2].removesuffix(".txt")] = \
+                f"{header}\n{dumps[:4000]}"
+    return found
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]:
     _mark("sessionfinish")
+    _watch_for_stall(session.config)
     try:
         yield
     finally:
@@ -74,7 +123,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     _mark("unconfigure")
     target = os.environ.get(ENV_OUT)
     if not target or hasattr(config, "workerinput"):
-        return
+        return  # a worker's dumps go on until it exits: its stall may come later
+    _stall_over()
     marks: dict[str, Any] = dict(_marks)
     t0 = os.environ.get(ENV_T0)
     if t0:

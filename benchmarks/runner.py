@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import phases as phases_plugin
@@ -39,6 +39,8 @@ class Measured:
     log: Path
     phases: dict[str, float | None]
     """Phase lengths from :mod:`benchmarks.phases` (empty if it did not report)."""
+    stalls: dict[str, str] = field(default_factory=dict)
+    """Processes whose session end stalled: who -> stacks (:func:`phases.stalls`)."""
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
@@ -63,6 +65,8 @@ def run_measured(
         p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
     marks_file = log.with_suffix(".phases.json")
     marks_file.unlink(missing_ok=True)
+    for old in marks_file.parent.glob(f"{marks_file.name}.stall-*.txt"):
+        old.unlink()
     env[phases_plugin.ENV_OUT] = str(marks_file)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
@@ -91,4 +95,5 @@ def run_measured(
         max_rss_mib=usage.ru_maxrss / 1024,  # KiB on Linux
         log=log,
         phases=phases_plugin.durations(marks, end) if marks else {},
+        stalls=phases_plugin.stalls(marks_file),
     )

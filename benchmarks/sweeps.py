@@ -11,6 +11,7 @@ import importlib.util
 import json
 import shutil
 import statistics
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,7 @@ class SweepRun:
             "cell_median_s": round(statistics.median(durations), 3) if durations else None,
             **{k: (round(v, 3) if isinstance(v, float) else v)
                for k, v in self.measured.phases.items()},
+            **({"stalled": sorted(self.measured.stalls)} if self.measured.stalls else {}),
             **self.extra,
         }
 
@@ -101,6 +103,9 @@ def run_sweep(task_file: Path, scratch: Path, label: str, *, cache_dir: Path,
     measured = run_measured(argv, cwd=task_file.parent, log=scratch / "logs" / f"{label}.log",
                             env_extra=env)
     run = SweepRun(label, measured, read_rows(out), builds_logged(cache_dir) - before, workers)
+    for who, stacks in measured.stalls.items():
+        print(f"[bench] sweep {label}: the session end of {who} stalled; its stacks:\n{stacks}",
+              file=sys.stderr, flush=True)
     if expect_cells is not None and len(run.ran()) != expect_cells:
         raise BenchmarkError(f"sweep {label}: {len(run.ran())} cells ran, expected "
                              f"{expect_cells} (exit {measured.returncode}); "
