@@ -19,7 +19,6 @@ import pytest
 from pytest_wfbench.agents import PRESETS
 from pytest_wfbench.audit.expand import GROUPS as AUDIT_GROUPS
 from pytest_wfbench.audit.expand import AuditSettings, audit_arms
-from pytest_wfbench.decisions.policy import candidate_arm
 from pytest_wfbench.outcomes import CellUnresolved
 from pytest_wfbench.row import Row
 from pytest_wfbench.tasks import (
@@ -30,6 +29,7 @@ from pytest_wfbench.tasks import (
     TaskFile,
     TaskFileError,
 )
+from pytest_wfbench.tasks.arms import candidate_arm
 
 KNOWN_ARMS = ("gold", "noop", *PRESETS, *AUDIT_GROUPS)
 CELL_ID_RE = re.compile(r"::test_(?:cell|scenario|review)\[(?P<cell>[^\]]+)\]$")

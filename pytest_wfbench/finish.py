@@ -14,7 +14,6 @@ from pytest_wfbench.control.start import close_session
 from pytest_wfbench.control.stop import ABORTED, CANCELLED, request_stop, stop_of
 from pytest_wfbench.lanes.report import render_lanes_terminal
 from pytest_wfbench.outdir import (
-    COMPLETE,
     OutDirReport,
     partial_state,
     spend_lines,
@@ -29,7 +28,7 @@ from pytest_wfbench.report import (
     unusable_lines,
 )
 from pytest_wfbench.row import CellRecord
-from pytest_wfbench.store import REPORT, recorded_cell_ids
+from pytest_wfbench.store import COMPLETE, REPORT, recorded_cell_ids
 from pytest_wfbench.sweep import Sweep
 
 NOT_RUN = "not run: the sweep stopped before this cell"

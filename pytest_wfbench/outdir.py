@@ -34,9 +34,14 @@ from pytest_wfbench.report import render_markdown
 from pytest_wfbench.review.quality import review_quality_section
 from pytest_wfbench.rowcache import CacheUse, latest_table
 from pytest_wfbench.store import (
+    ABORTED,
+    BUDGET,
+    CANCELLED,
+    COMPLETE,
     ENVIRONMENT,
     REPORT,
     RESULTS,
+    RUNNING,
     SWEEP,
     ResultsStore,
     iter_rows,
@@ -44,13 +49,7 @@ from pytest_wfbench.store import (
 )
 from pytest_wfbench.table import Table
 
-SWEEP_RECORD_VERSION = 1
 PROMOTION = "promotion.json"
-COMPLETE = "complete"
-CANCELLED = "cancelled"
-ABORTED = "aborted"
-RUNNING = "running"
-BUDGET = "budget"
 STATE_LINES = {
     CANCELLED: "cancelled: partial evidence",
     ABORTED: "aborted: partial evidence",
@@ -308,10 +307,6 @@ def write_report(store: ResultsStore, *,
     html = write_html_report(store, report.summary, rows, report.provenance,
                              sections=report.sections, promotions=report.promotions)
     return report, html
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def partial_state(out_dir: Path) -> str | None:

@@ -7,11 +7,13 @@ expands them into items, :mod:`fixtures` runs each cell's lifecycle,
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import threading
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,14 +28,11 @@ from pytest_wfbench.control.start import (
 )
 from pytest_wfbench.control.stop import CANCELLED as STOP_CANCELLED
 from pytest_wfbench.control.stop import request_stop
-from pytest_wfbench.finish import Finished, finish_sweep, summary_lines
 from pytest_wfbench.fixtures import RECORD_KEY, REPLAYED_KEY, SWEEP_KEY
 from pytest_wfbench.heap import collector_paused, freeze_long_lived
-from pytest_wfbench.lanes import fixtures as lane_fixtures
 from pytest_wfbench.options import add_options
 from pytest_wfbench.optionvalues import options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
-from pytest_wfbench.review import fixtures as review_fixtures
 from pytest_wfbench.review.sweep import check_review_changes
 from pytest_wfbench.row import CellRecord
 from pytest_wfbench.sandbox import SandboxUnavailable, preflight
@@ -54,7 +53,13 @@ from pytest_wfbench.sweep import (
 from pytest_wfbench.tasks import TaskFileError
 from pytest_wfbench.workspace.fs import remove_tree
 
-FINISHED_KEY = pytest.StashKey[Finished]()
+if TYPE_CHECKING:
+    from pytest_wfbench.finish import Finished
+
+FINISHED_KEY: pytest.StashKey[Finished] = pytest.StashKey()
+REPORT_SIDE = "pytest_wfbench.finish"
+"""The report side (aggregation, markdown, HTML): the controller's only, at the
+session's end; xdist workers never import it."""
 SELECTED_KEY = pytest.StashKey[dict[str, str]]()
 NOOP_XFAIL = pytest.mark.xfail(
     strict=True, raises=CellUnresolved,
@@ -120,8 +125,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SWEEP_KEY] = sweep
     config.stash[SELECTED_KEY] = {}
     config.pluginmanager.register(fixtures, "wfbench-fixtures")
-    config.pluginmanager.register(lane_fixtures, "wfbench-lane-fixtures")
-    config.pluginmanager.register(review_fixtures, "wfbench-review-fixtures")
+    # Each lane's fixtures (and all they import) only where its cells are.
+    if any(sweep.scenario_cells.values()):
+        from pytest_wfbench.lanes import fixtures as lane_fixtures
+
+        config.pluginmanager.register(lane_fixtures, "wfbench-lane-fixtures")
+    if any(cell.task.is_review for found in sweep.cells.values() for cell in found):
+        from pytest_wfbench.review import fixtures as review_fixtures
+
+        config.pluginmanager.register(review_fixtures, "wfbench-review-fixtures")
     if is_controller(config) and not collect_only:
         config.pluginmanager.register(ControlHooks(sweep, config), "wfbench-control")
         config.pluginmanager.register(durations, "wfbench-durations")
@@ -173,6 +185,14 @@ class XdistHooks:
         node.workerinput["wfbench"] = self.sweep.identity.to_workerinput()
         node.workerinput["wfbench_oracles"] = {
             task_id: snapshot.digest for task_id, snapshot in self.sweep.oracles.items()}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """While the workers run the cells, this process only waits for their
+        reports: it imports the report side now, not at the session's end."""
+        if _distributed(session.config) and not session.config.getoption("collectonly"):
+            threading.Thread(target=importlib.import_module, args=(REPORT_SIDE,),
+                             name="wfbench-report-import", daemon=True).start()
 
     @pytest.hookimpl
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -329,6 +349,8 @@ class SweepHooks:
         config = session.config
         if not is_controller(config) or config.getoption("collectonly"):
             return
+        from pytest_wfbench.finish import finish_sweep
+
         config.stash[FINISHED_KEY] = finish_sweep(self.sweep, session, config.stash[SELECTED_KEY],
                                                   self.failed_nodeids)
 
@@ -337,6 +359,8 @@ class SweepHooks:
         finished = config.stash.get(FINISHED_KEY, None)
         if finished is None:
             return
+        from pytest_wfbench.finish import summary_lines
+
         terminalreporter.write_sep("=", "wfbench summary")
         for line, markup in summary_lines(self.sweep, finished):
             terminalreporter.write_line(line, **markup)

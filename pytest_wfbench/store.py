@@ -20,6 +20,13 @@ SUPERSEDED = "superseded.jsonl"
 """Rows a cell's later row replaced (a resumed sweep ran it again): kept, not lost."""
 SWEEP = "sweep.json"
 """The sweep's own record: its id, its options, its sessions and their outcome."""
+SWEEP_RECORD_VERSION = 1
+# A session's state in the sweep record.
+COMPLETE = "complete"
+CANCELLED = "cancelled"
+ABORTED = "aborted"
+RUNNING = "running"
+BUDGET = "budget"
 REPORT = "report.md"
 ARTIFACTS = "artifacts"
 ENVIRONMENT = "environment.json"

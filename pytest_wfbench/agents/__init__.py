@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.sandbox import LimitHit, Mount, Sandbox
 from pytest_wfbench.tasks import ArmDefinition, Limits, PhaseSpec
 from pytest_wfbench.workspace.clone import Workspace
+
+if TYPE_CHECKING:  # its HTTP server is imported only by a sweep with agent arms
+    from pytest_wfbench.agents.proxy import ApiProxy
 
 TASK_ONLY = "{task}"
 PLAN_PROMPT = (

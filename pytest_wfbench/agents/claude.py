@@ -16,12 +16,14 @@ import re
 import shlex
 import shutil
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_wfbench.agents import AgentSettings, PhaseReport, PhaseRun
-from pytest_wfbench.agents.proxy import SessionLog
 from pytest_wfbench.sandbox import Mount
 from pytest_wfbench.workspace import fs
+
+if TYPE_CHECKING:  # the proxy's server is imported by the sweep that starts it
+    from pytest_wfbench.agents.proxy import SessionLog
 
 PINNED_VERSION = "2.1.332"
 BRIDGE = Path(__file__).resolve().parent / "bridge" / "wfbench_bridge.py"

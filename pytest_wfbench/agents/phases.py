@@ -10,11 +10,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_wfbench.agents import AgentSettings, PhaseReport, PhaseRun, PluginDir, adapter_for
 from pytest_wfbench.agents.claude import model_usage_totals
-from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.cells import Cell
 from pytest_wfbench.outcomes import CellFailure, CellVerdict
 from pytest_wfbench.sandbox import Mount, Sandbox
@@ -26,6 +25,9 @@ from pytest_wfbench.workspace.capture import TreeBounds
 from pytest_wfbench.workspace.clone import Workspace
 from pytest_wfbench.workspace.evidence import workspace_changes
 from pytest_wfbench.workspace.template import Template
+
+if TYPE_CHECKING:
+    from pytest_wfbench.agents.proxy import ApiProxy
 
 PLUGIN_MOUNT = "/opt/wfbench/plugins"
 

@@ -15,8 +15,9 @@ from pytest_wfbench.cli.errors import CHECK_FAILED, FAILED, OK, USAGE, CliError
 from pytest_wfbench.cli.mergeplan import MergeError, MergeInput, MergePlan, plan_merge
 from pytest_wfbench.cli.outdirs import SweepDir, read_sweep_dir
 from pytest_wfbench.control.replay import copy_artifacts
-from pytest_wfbench.outdir import utc_now, write_report
+from pytest_wfbench.outdir import write_report
 from pytest_wfbench.redact import Redactor
+from pytest_wfbench.row import utc_now
 from pytest_wfbench.shard import parse_sweep_id
 from pytest_wfbench.store import (
     ENVIRONMENT,

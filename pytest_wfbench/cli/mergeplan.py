@@ -35,15 +35,14 @@ from typing import Any
 
 from pytest_wfbench.aggregate import row_order
 from pytest_wfbench.identity import differences
-from pytest_wfbench.outdir import (
+from pytest_wfbench.outdir import state_reason, sweep_state
+from pytest_wfbench.store import (
     ABORTED,
     BUDGET,
     CANCELLED,
     COMPLETE,
     RUNNING,
     SWEEP_RECORD_VERSION,
-    state_reason,
-    sweep_state,
 )
 
 Row = dict[str, Any]

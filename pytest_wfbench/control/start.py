@@ -14,16 +14,19 @@ from pytest_wfbench.cells import ScenarioCell
 from pytest_wfbench.control.budget import row_cost
 from pytest_wfbench.control.plan import KEPT, REUSED, Plan, plan_resume, plan_reuse
 from pytest_wfbench.control.replay import PLAN
-from pytest_wfbench.decisions import incumbent_of
-from pytest_wfbench.outdir import CANCELLED, RUNNING, SWEEP_RECORD_VERSION, utc_now
+from pytest_wfbench.row import utc_now
 from pytest_wfbench.store import (
+    CANCELLED,
     RESULTS,
+    RUNNING,
+    SWEEP_RECORD_VERSION,
     OutDirError,
     iter_rows,
     read_sweep_record,
     write_sweep_record,
 )
 from pytest_wfbench.sweep import Sweep, SweepOptions
+from pytest_wfbench.tasks.arms import incumbent_of
 from pytest_wfbench.workspace.fs import remove_tree
 from pytest_wfbench.workspace.template import tree_digest
 

@@ -13,12 +13,14 @@ from pytest_wfbench.decisions.gate import (
     improvement,
 )
 from pytest_wfbench.decisions.policy import (
-    CANDIDATE_PREFIX,
     SWEEP_STATES,
     Digests,
     PromotionContext,
     PromotionPolicy,
     SweepState,
+)
+from pytest_wfbench.tasks.arms import (
+    CANDIDATE_PREFIX,
     candidate_arm,
     candidate_pairs,
     incumbent_of,

@@ -1,10 +1,11 @@
 """What the promotion gate is given: the policy it applies, and the context of
-the sweep whose rows it judges. Candidate arms are named after their incumbent."""
+the sweep whose rows it judges (candidate arms are named after their
+incumbent: :mod:`pytest_wfbench.tasks.arms`)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -12,29 +13,9 @@ from typing import Any, Literal
 from pytest_wfbench.aggregate import SAVINGS_METRICS, Health
 from pytest_wfbench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 
-CANDIDATE_PREFIX = "candidate_"
 SweepState = Literal["complete", "aborted", "cancelled"]
 SWEEP_STATES: tuple[SweepState, ...] = ("complete", "aborted", "cancelled")
 
-
-def candidate_arm(incumbent: str) -> str:
-    """The name of the candidate arm paired with ``incumbent``."""
-    return f"{CANDIDATE_PREFIX}{incumbent}"
-
-
-def incumbent_of(arm: str) -> str | None:
-    """The incumbent of a candidate arm (``candidate_X`` -> ``X``), else None."""
-    if arm.startswith(CANDIDATE_PREFIX) and len(arm) > len(CANDIDATE_PREFIX):
-        return arm[len(CANDIDATE_PREFIX):]
-    return None
-
-
-def candidate_pairs(arms: Iterable[str]) -> list[tuple[str, str]]:
-    """(candidate, incumbent) for every candidate arm whose incumbent is among
-    ``arms``, sorted by candidate."""
-    present = set(arms)
-    return sorted((arm, incumbent) for arm in present
-                  if (incumbent := incumbent_of(arm)) is not None and incumbent in present)
 
 
 @dataclass(frozen=True)

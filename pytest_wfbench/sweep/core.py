@@ -13,12 +13,11 @@ import secrets
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_wfbench import __version__
 from pytest_wfbench.agents import AgentSettings, adapter_for
 from pytest_wfbench.agents.claude import api_key_from_environment, find_cli
-from pytest_wfbench.agents.proxy import ApiProxy
 from pytest_wfbench.audit.expand import AuditSettings
 from pytest_wfbench.cells import (
     AnyCell,
@@ -42,9 +41,6 @@ from pytest_wfbench.identity import (
     task_digest,
 )
 from pytest_wfbench.judge.bytecode import ensure_bytecode
-from pytest_wfbench.lanes import skipped_step, subject_version
-from pytest_wfbench.lanes import unavailable as subject_unavailable
-from pytest_wfbench.lanes.git import TRANSPORTS
 from pytest_wfbench.oracle import ExpectationCache, OracleSnapshot
 from pytest_wfbench.redact import Redactor, url_credentials
 from pytest_wfbench.row import CellRecord, Row, make_row
@@ -67,6 +63,9 @@ from pytest_wfbench.tasks import (
 from pytest_wfbench.workspace.capture import TreeBounds
 from pytest_wfbench.workspace.fs import remove_tree
 from pytest_wfbench.workspace.template import TemplateCache, TemplateError, tree_digest
+
+if TYPE_CHECKING:
+    from pytest_wfbench.agents.proxy import ApiProxy
 
 
 class Sweep:
@@ -155,16 +154,20 @@ class Sweep:
         if isinstance(cell, ScenarioCell):
             if cell.scenario.expensive and not self.options.include_expensive:
                 return "expensive scenario: pass --wfbench-include-expensive to run it"
-            return subject_unavailable(cell.subject, cell.scenario)
+            from pytest_wfbench import lanes  # the tool-cost lane's drivers: its cells only
+
+            return lanes.unavailable(cell.subject, cell.scenario)
         return cell.skip_reason(self.options.include_expensive)
 
     def skip_record(self, cell: AnyCell, reason: str) -> CellRecord:
         record = CellRecord(cell_id=cell.cell_id, started=0.0, skip_reason=reason)
         if isinstance(cell, ScenarioCell):
+            from pytest_wfbench import lanes
+
             record.lane = "tool-cost"
-            record.steps = [skipped_step(reason)]
+            record.steps = [lanes.skipped_step(reason)]
             record.random_seed = cell.random_seed
-            record.transport = TRANSPORTS.get(cell.scenario.kind)
+            record.transport = lanes.git.TRANSPORTS.get(cell.scenario.kind)
             record.extras["scenario_kind"] = cell.scenario.kind
         return record
 
@@ -265,6 +268,8 @@ class Sweep:
         """This process's API proxy for agent sessions, started on first use."""
         if self._proxy is None:
             assert self.agent_settings.api_key, "agent cells are skips without a key"
+            from pytest_wfbench.agents.proxy import ApiProxy  # a server: agent sweeps only
+
             self._proxy = ApiProxy(self.agent_settings.base_url, self.agent_settings.api_key)
         return self._proxy
 
@@ -318,7 +323,11 @@ class Sweep:
         """Each declared subject's version (None when it is not installed)."""
         subjects = {name: subject for task_file in self.task_files
                     for name, subject in task_file.subjects.items()}
-        return {name: subject_version(subject) if shutil.which(subject.binary) else None
+        if not subjects:
+            return {}
+        from pytest_wfbench import lanes
+
+        return {name: lanes.subject_version(subject) if shutil.which(subject.binary) else None
                 for name, subject in subjects.items()}
 
     def session_completed(self, cell: AnyCell) -> None:

@@ -4,6 +4,7 @@ and agent arms with their phases, validated like the rest of the file."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_wfbench.tasks.model import (
@@ -19,6 +20,29 @@ from pytest_wfbench.tasks.model import (
     PhaseSpec,
 )
 from pytest_wfbench.tasks.reader import Reader, inside_folder, plain
+
+CANDIDATE_PREFIX = "candidate_"
+"""A candidate arm is named after its incumbent (the promotion gate pairs them)."""
+
+
+def candidate_arm(incumbent: str) -> str:
+    """The name of the candidate arm paired with ``incumbent``."""
+    return f"{CANDIDATE_PREFIX}{incumbent}"
+
+
+def incumbent_of(arm: str) -> str | None:
+    """The incumbent of a candidate arm (``candidate_X`` -> ``X``), else None."""
+    if arm.startswith(CANDIDATE_PREFIX) and len(arm) > len(CANDIDATE_PREFIX):
+        return arm[len(CANDIDATE_PREFIX):]
+    return None
+
+
+def candidate_pairs(arms: Iterable[str]) -> list[tuple[str, str]]:
+    """(candidate, incumbent) for every candidate arm whose incumbent is among
+    ``arms``, sorted by candidate."""
+    present = set(arms)
+    return sorted((arm, incumbent) for arm in present
+                  if (incumbent := incumbent_of(arm)) is not None and incumbent in present)
 
 
 def phase_spec(reader: Reader, base: Path) -> PhaseSpec:
