@@ -30,6 +30,7 @@ from pytest_wfbench.control.stop import CANCELLED as STOP_CANCELLED
 from pytest_wfbench.control.stop import request_stop
 from pytest_wfbench.fixtures import RECORD_KEY, REPLAYED_KEY, SWEEP_KEY
 from pytest_wfbench.heap import collector_paused, freeze_long_lived
+from pytest_wfbench.judge.bytecode import handover
 from pytest_wfbench.options import add_options
 from pytest_wfbench.optionvalues import options_from_config
 from pytest_wfbench.outcomes import CellFailure, CellUnresolved
@@ -91,6 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
             identity = SweepIdentity.from_workerinput(workerinput["wfbench"])
             sweep = Sweep(options, identity, worker=str(workerinput.get("workerid", "worker")))
             sweep.expect_oracle_digests(workerinput["wfbench_oracles"])
+            sweep.adopt_bytecode(workerinput.get("wfbench_bytecode"))
         else:
             task_files = load_sweep_files(options)
             identity = SweepIdentity.new(suite_name(task_files), options.out_dir,
@@ -185,6 +187,9 @@ class XdistHooks:
         node.workerinput["wfbench"] = self.sweep.identity.to_workerinput()
         node.workerinput["wfbench_oracles"] = {
             task_id: snapshot.digest for task_id, snapshot in self.sweep.oracles.items()}
+        tree = self.sweep.bytecode()
+        if tree is not None:
+            node.workerinput["wfbench_bytecode"] = handover(tree)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:

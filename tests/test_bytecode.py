@@ -102,3 +102,30 @@ def test_the_tree_key_is_of_the_installed_content_not_only_the_versions(tmp_path
     assert bytecode.tree_key([site]) == before
     (info / "RECORD").write_text("foo/__init__.py,sha256=BBBB,10\n")  # reinstalled, same version
     assert bytecode.tree_key([site]) != before
+
+
+def test_a_worker_takes_the_controllers_tree_only_for_its_own_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    tree = cache / "bytecode" / "k1"
+    tree.mkdir(parents=True)
+    given = bytecode.handover(tree)
+    assert bytecode.handed_over(cache, given) is None  # not complete: being built, or removed
+    (tree / bytecode.COMPLETE).write_text("")
+    assert bytecode.handed_over(cache, given) == tree
+    assert bytecode.handed_over(cache, None) is None
+    assert bytecode.handed_over(tmp_path / "other-cache", given) is None
+    assert bytecode.handed_over(cache, {**given, "path": str(tmp_path)}) is None
+    assert bytecode.handed_over(cache, {**given, "roots": [str(tmp_path)]}) is None
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")
+    assert bytecode.handed_over(cache, given) is None  # --tx popen//python=...: keys its own
+
+
+def test_workers_of_a_sweep_judge_with_the_tree_the_controller_found(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory
+) -> None:
+    suite = suite_factory(tasks=[task_yaml("t0", verify=PROBE), task_yaml("t1", verify=PROBE)],
+                          arms=["gold"])
+    pytester.runpytest_subprocess(*suite.args("-n", "2")).assert_outcomes(passed=2)
+    assert all(row["authored_tests_passed"] for row in suite.rows())

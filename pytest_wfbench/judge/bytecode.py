@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Mapping
 from pathlib import Path
 
 from filelock import FileLock
@@ -56,7 +57,7 @@ def tree_key(roots: list[Path]) -> str:
     other files has another key), and the files of a root that is no
     distribution's (the judges' start-up files of an editable install)."""
     digest = hashlib.sha256()
-    digest.update(f"{sys.version}\0{os.path.realpath(sys.executable)}\0".encode())
+    digest.update(f"{interpreter_id()}\0".encode())
     for root in roots:
         digest.update(f"{root}\0".encode())
     # The distributions installed in the roots (the ones compiled), each once:
@@ -74,6 +75,31 @@ def tree_key(roots: list[Path]) -> str:
         for path in sorted(site.glob("*.py")):
             digest.update(f"{path.name}\0".encode() + path.read_bytes())
     return digest.hexdigest()[:24]
+
+
+def interpreter_id() -> str:
+    """This process's interpreter, as :func:`tree_key` names it."""
+    return f"{sys.version}\0{os.path.realpath(sys.executable)}"
+
+
+def handover(tree: Path) -> dict[str, object]:
+    """What an xdist worker needs to use the tree this process found or built
+    (:func:`handed_over`), instead of digesting every installed distribution again."""
+    return {"path": str(tree), "interpreter": interpreter_id(),
+            "roots": [str(root) for root in source_roots()]}
+
+
+def handed_over(cache_dir: Path, given: Mapping[str, object] | None) -> Path | None:
+    """The tree the controller handed over, if this process would have chosen it:
+    the same interpreter and roots, in this cache dir, complete. None otherwise
+    (a worker on another interpreter keys its own)."""
+    if not given or given.get("interpreter") != interpreter_id() \
+            or given.get("roots") != [str(root) for root in source_roots()]:
+        return None
+    tree = Path(str(given.get("path")))
+    if tree.parent != cache_dir / "bytecode" or not (tree / COMPLETE).is_file():
+        return None
+    return tree
 
 
 def ensure_bytecode(cache_dir: Path) -> Path:

@@ -40,7 +40,7 @@ from pytest_wfbench.identity import (
     scenario_digest,
     task_digest,
 )
-from pytest_wfbench.judge.bytecode import ensure_bytecode
+from pytest_wfbench.judge.bytecode import ensure_bytecode, handed_over
 from pytest_wfbench.oracle import ExpectationCache, OracleSnapshot
 from pytest_wfbench.redact import Redactor, url_credentials
 from pytest_wfbench.row import CellRecord, Row, make_row
@@ -141,6 +141,13 @@ class Sweep:
         self.ledger = (Ledger(identity.work_dir, options.max_cost_usd)
                        if options.max_cost_usd is not None else None)
         self.stages = StageReporter(identity.work_dir, worker)
+
+    def adopt_bytecode(self, given: dict[str, object] | None) -> None:
+        """On a worker: judge with the bytecode tree the controller found at
+        sweep start (:func:`judge.bytecode.handed_over`), when it is this
+        interpreter's; otherwise :meth:`bytecode` keys one."""
+        if self.options.cache_dir is not None:
+            self._bytecode = handed_over(self.options.cache_dir, given)
 
     def expect_oracle_digests(self, digests: dict[str, str]) -> None:
         """On a worker: judge with the oracle the controller captured at sweep
