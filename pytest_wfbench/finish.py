@@ -4,6 +4,7 @@ none, the session's state in sweep.json, the report rendered from the out dir
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import pytest
@@ -19,7 +20,7 @@ from pytest_wfbench.outdir import (
     spend_lines,
     write_report,
 )
-from pytest_wfbench.render.html import HtmlReport
+from pytest_wfbench.render.html import HtmlReport, prepare_html
 from pytest_wfbench.report import (
     harness_error_lines,
     promotion_lines,
@@ -39,6 +40,14 @@ Markup = dict[str, bool]
 class Finished:
     report: OutDirReport
     html: HtmlReport
+
+
+def prepare_report() -> None:
+    """What the report can do before the last row is in: compile report.html's
+    template. Best effort: the controller calls it while its workers run, and a
+    failure here is met again, and reported, when the report is written."""
+    with contextlib.suppress(Exception):
+        prepare_html()
 
 
 def record_unrun_cells(sweep: Sweep, selected: dict[str, str], failed: set[str]) -> None:

@@ -7,7 +7,6 @@ expands them into items, :mod:`fixtures` runs each cell's lifecycle,
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import threading
@@ -58,9 +57,6 @@ if TYPE_CHECKING:
     from pytest_wfbench.finish import Finished
 
 FINISHED_KEY: pytest.StashKey[Finished] = pytest.StashKey()
-REPORT_SIDE = "pytest_wfbench.finish"
-"""The report side (aggregation, markdown, HTML): the controller's only, at the
-session's end; xdist workers never import it."""
 SELECTED_KEY = pytest.StashKey[dict[str, str]]()
 NOOP_XFAIL = pytest.mark.xfail(
     strict=True, raises=CellUnresolved,
@@ -170,6 +166,14 @@ def _start_controller(sweep: Sweep) -> None:
     sweep.bytecode()
 
 
+def _prepare_report() -> None:
+    """The report side (aggregation, markdown, HTML) is the controller's, at the
+    session's end (xdist workers never import it): imported and readied ahead."""
+    from pytest_wfbench.finish import prepare_report
+
+    prepare_report()
+
+
 def _distributed(config: pytest.Config) -> bool:
     """Whether this controller hands its cells to xdist workers."""
     return config.pluginmanager.getplugin("dsession") is not None
@@ -194,10 +198,10 @@ class XdistHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """While the workers run the cells, this process only waits for their
-        reports: it imports the report side now, not at the session's end."""
+        reports: it readies the report side now, not at the session's end."""
         if _distributed(session.config) and not session.config.getoption("collectonly"):
-            threading.Thread(target=importlib.import_module, args=(REPORT_SIDE,),
-                             name="wfbench-report-import", daemon=True).start()
+            threading.Thread(target=_prepare_report, name="wfbench-prepare-report",
+                             daemon=True).start()
 
     @pytest.hookimpl
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

@@ -24,6 +24,7 @@ from pytest_wfbench.render.html.glue import (
     HTML_REPORT,
     HtmlReport,
     html_available,
+    prepare_html,
     read_artifacts,
     write_html_report,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "ReadArtifact",
     "html_available",
     "no_artifacts",
+    "prepare_html",
     "read_artifacts",
     "render_html",
     "write_html_report",

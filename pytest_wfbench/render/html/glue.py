@@ -33,6 +33,15 @@ def html_available() -> bool:
     return True
 
 
+def prepare_html() -> None:
+    """Compile the page's template now (it is compiled once per process, on
+    first use): the controller does it while its workers run the cells."""
+    if html_available():
+        from pytest_wfbench.render.html.template import template
+
+        template()
+
+
 def read_artifacts(out_dir: Path, limit: int = READ_BYTES) -> ReadArtifact:
     """A reader of ``out_dir``'s artifacts by their names in the rows; None for
     a name outside ``artifacts/``, a missing file or anything but a regular file."""

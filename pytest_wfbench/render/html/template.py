@@ -50,9 +50,13 @@ def style() -> str:
     return _resource("report.css") + swatches
 
 
+def template() -> jinja2.Template:
+    return environment().get_template("report.html.j2")
+
+
 def render_page(page: Page, tables: str, toc: list[tuple[str, str]]) -> str:
     css, js = style(), _resource("report.js")
-    return environment().get_template("report.html.j2").render(
+    return template().render(
         # Our own files, verbatim: escaping would change the bytes the hashes allow.
         page=page, tables=tables, toc=toc, css=markupsafe.Markup(css), js=markupsafe.Markup(js),
         script_hash=_csp_hash(js),
