@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_wfbench.sandbox import SandboxPolicy, make_sandbox
-from pytest_wfbench.tasks import load_task_file
+from pytest_wfbench.tasks import RepoSpec, load_task_file
 from pytest_wfbench.workspace.template import (
     TemplateCache,
     TemplateError,
@@ -105,6 +105,28 @@ def test_missing_hidden_path_is_a_template_error(tmp_path: Path) -> None:
                                                           unsafe_host=False))
     with pytest.raises(TemplateError, match="hidden path 'no/such/dir' does not exist"):
         cache.get(task)
+
+
+def test_a_ref_is_resolved_once_per_process_for_every_task_on_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = write_suite(tmp_path / "suite", tasks=[task_yaml(f"t{i}") for i in range(5)])
+    tasks = load_task_file(suite.task_file).tasks
+    cache = TemplateCache(tmp_path / "work", make_sandbox(SandboxPolicy(), tmp_path / "sb",
+                                                          unsafe_host=False))
+    real = cache.source
+    asked: list[RepoSpec] = []
+
+    def counting(repo: RepoSpec) -> Path:
+        asked.append(repo)
+        return real(repo)
+
+    monkeypatch.setattr(cache, "source", counting)
+    answers = {cache.resolve(task) for task in tasks * 2}
+    assert len(answers) == 1 and len(asked) == 1  # no lock, no file, no git after the first
+    # Another process of the sweep reads the record the first one wrote.
+    other = TemplateCache(tmp_path / "work", cache.sandbox)
+    assert other.resolve(tasks[0]) in answers
 
 
 def sanitized_repo(path: Path, files: dict[str, str] | None = None, *,

@@ -106,6 +106,9 @@ class TemplateCache:
         self.store = store if store is not None else work_dir
         for sub in ("templates", "hidden", "locks"):
             (self.store / sub).mkdir(parents=True, exist_ok=True)
+        self._resolved: dict[str, tuple[Path, str]] = {}
+        """This process's :meth:`resolve` answers: a record, once written, is the
+        sweep's answer (every task on one repository and ref asks the same)."""
 
     def _lock(self, name: str) -> FileLock:
         return FileLock(str(self.root / "locks" / f"{name}.lock"))
@@ -145,19 +148,23 @@ class TemplateCache:
 
     def resolve(self, task: Task) -> tuple[Path, str]:
         """The source and the task's ref as a full SHA, resolved once per sweep."""
-        source = self.source(task.repo)
         name = _key("ref", task.repo.location, task.ref)
+        if name in self._resolved:
+            return self._resolved[name]
+        source = self.source(task.repo)
         record = self.root / "sources" / f"{name}.json"
         with self._lock(f"ref-{name}"):
             if record.exists():
-                return source, str(json.loads(record.read_text())["sha"])
-            try:
-                sha = git_text(["--git-dir", str(source), "rev-parse", "--verify",
-                                f"{task.ref}^{{commit}}"])
-            except GitError as exc:
-                raise TemplateError(f"cannot resolve ref {task.ref!r} in "
-                                    f"{shown_location(task.repo.location)}: {exc}") from exc
-            record.write_text(json.dumps({"sha": sha}))
+                sha = str(json.loads(record.read_text())["sha"])
+            else:
+                try:
+                    sha = git_text(["--git-dir", str(source), "rev-parse", "--verify",
+                                    f"{task.ref}^{{commit}}"])
+                except GitError as exc:
+                    raise TemplateError(f"cannot resolve ref {task.ref!r} in "
+                                        f"{shown_location(task.repo.location)}: {exc}") from exc
+                record.write_text(json.dumps({"sha": sha}))
+        self._resolved[name] = (source, sha)
         return source, sha
 
     def get(self, task: Task, timings: dict[str, float] | None = None) -> Template:
