@@ -47,6 +47,9 @@ REPO_ROOT = HERE.parent
 DEFAULT_JSON = HERE / "results" / "latest.json"
 PERSISTENT_CACHE = REPO_ROOT / ".tools" / "cache"
 PROFILE_TOP = 12
+EXPERIMENTS = ("demo_cells", "project_cells", "demo_scaling", "uneven_sessions",
+               "overhead_by_repo_size", "collection", "aggregation")
+"""What ``--only`` can pick (template_builds needs the first, second and fifth)."""
 
 
 @dataclass(frozen=True)
@@ -85,11 +88,17 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, metavar="PATH",
                         help="where to write the figures (default "
                              f"{DEFAULT_JSON.relative_to(REPO_ROOT)})")
+    parser.add_argument("--only", action="append", choices=EXPERIMENTS, metavar="NAME",
+                        help="run only this experiment (repeatable; one of "
+                             f"{', '.join(EXPERIMENTS)}); figures go to "
+                             "results/partial.json unless --json says otherwise")
     parser.add_argument("--keep", action="store_true",
                         help="keep the generated inputs, out dirs and logs (path printed)")
     args = parser.parse_args(argv)
     if args.repeat is not None and args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.only and args.json == DEFAULT_JSON:
+        args.json = DEFAULT_JSON.with_name("partial.json")
     return args
 
 
@@ -171,7 +180,8 @@ def aggregation(ctx: Context, shapes: tuple[RowsShape, ...]) -> tuple[dict[str, 
     return figures, aggregation_targets(figures, shapes[0].rows)
 
 
-def run_all(ctx: Context, size: Size, profile: bool) -> tuple[dict[str, Any], list[Target]]:
+def run_all(ctx: Context, size: Size, profile: bool,
+            only: Sequence[str] = EXPERIMENTS) -> tuple[dict[str, Any], list[Target]]:
     figures: dict[str, Any] = {}
     targets: list[Target] = []
     started = time.perf_counter()
@@ -181,21 +191,32 @@ def run_all(ctx: Context, size: Size, profile: bool) -> tuple[dict[str, Any], li
         targets.extend(result[1])
         _progress(f"{name} done ({time.perf_counter() - started:.0f} s so far)")
 
-    demo = experiments.demo_cells(ctx)
-    step("demo_cells", demo)
-    project = experiments.project_cells(ctx, size.project_files)
-    step("project_cells", project)
-    step("demo_scaling", experiments.demo_scaling(ctx, size.demo_runs, pairs=1))
-    step("uneven_sessions", experiments.uneven_sessions(ctx, size.sessions_s))
-    sizes = experiments.overhead_by_repo_size(ctx, size.small_repo, size.large_repo)
-    step("overhead_by_repo_size", sizes)
-    first_demo, *demo_again = demo[2]
-    step("template_builds", experiments.second_sweep_builds(
-        first_demo, [*demo_again, *project[2][1:], *sizes[2]]))
-    step("collection", collection(ctx, size.collect_cells, profile))
-    step("aggregation", aggregation(ctx, size.row_shapes))
-    figures["reference"] = reference_costs(ctx.scratch / f"project-{size.project_files}" / "repo",
-                                           ctx.scratch / "reference", tmpfs_dir())
+    demo = project = sizes = None
+    if "demo_cells" in only:
+        demo = experiments.demo_cells(ctx)
+        step("demo_cells", demo)
+    if "project_cells" in only:
+        project = experiments.project_cells(ctx, size.project_files)
+        step("project_cells", project)
+    if "demo_scaling" in only:
+        step("demo_scaling", experiments.demo_scaling(ctx, size.demo_runs, pairs=1))
+    if "uneven_sessions" in only:
+        step("uneven_sessions", experiments.uneven_sessions(ctx, size.sessions_s))
+    if "overhead_by_repo_size" in only:
+        sizes = experiments.overhead_by_repo_size(ctx, size.small_repo, size.large_repo)
+        step("overhead_by_repo_size", sizes)
+    if demo is not None and project is not None and sizes is not None:
+        first_demo, *demo_again = demo[2]
+        step("template_builds", experiments.second_sweep_builds(
+            first_demo, [*demo_again, *project[2][1:], *sizes[2]]))
+    if "collection" in only:
+        step("collection", collection(ctx, size.collect_cells, profile))
+    if "aggregation" in only:
+        step("aggregation", aggregation(ctx, size.row_shapes))
+    if project is not None:
+        figures["reference"] = reference_costs(
+            ctx.scratch / f"project-{size.project_files}" / "repo", ctx.scratch / "reference",
+            tmpfs_dir())
     return figures, targets
 
 
@@ -218,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cache_dir, bytecode = _cache_dir(scratch)
         ctx = Context(scratch=scratch, cache_dir=cache_dir, bytecode=bytecode, repeat=repeat,
                       quick=args.quick, progress=_progress)
-        figures, targets = run_all(ctx, size, args.profile)
+        figures, targets = run_all(ctx, size, args.profile, args.only or EXPERIMENTS)
     except (BenchmarkError, RuntimeError, subprocess.CalledProcessError) as error:
         print(f"benchmark failed: {error}\n(inputs and logs kept in {scratch})", file=sys.stderr)
         return 1
