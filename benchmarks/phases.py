@@ -11,9 +11,9 @@ does nothing when that variable is unset.
 A session end that stalls is caught in the act: from sessionfinish on, every
 process (the controller until it unconfigures, each xdist worker until it
 exits) has ``faulthandler`` dump all its threads' stacks every STALL_DUMP_S
-seconds into ``<phases file>.stall-<who>.txt`` after a one-line header; a
-file with more than its header is a stall, with where the process was
-(:func:`stalls`).
+seconds into ``<phases file>.stall-<who>.txt`` after a one-line header. A
+controller's file with more than its header is a stall (:func:`stalls`),
+and the workers' last dumps say where they were.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ ENV_T0 = "WFBENCH_BENCH_T0"
 """When the benchmark started the process (set by :mod:`benchmarks.runner`)."""
 
 STALL_DUMP_S = 2.0
+DUMP_MARK = "Timeout ("
+"""How faulthandler starts each dump it writes on a timer."""
 
 _marks: dict[str, float] = {}
 _stall: list[tuple[Path, Any]] = []
@@ -97,14 +99,27 @@ def _stall_over() -> None:
 
 
 def stalls(marks_file: Path) -> dict[str, str]:
-    """The processes of a run whose session end stalled: who -> its first
-    stack dump (see the module's docstring)."""
-    found = {}
-    for path in sorted(marks_file.parent.glob(f"{marks_file.name}.stall-*.txt")):
-        header, _, dumps = path.read_text(encoding="utf-8", errors="replace").partition("\n")
-        if dumps.strip():
-            found[path.name.rpartition(".stall-")[2].removesuffix(".txt")] = \
-                f"{header}\n{dumps[:4000]}"
+    """Who was where when the controller's session end stalled: the controller's
+    first stack dump and each worker's last (a worker that finished early
+    waits, dumping, for the others: its dumps alone are no stall); empty when
+    the controller's session end took less than STALL_DUMP_S."""
+    def read(who: str) -> tuple[str, str]:
+        path = marks_file.with_name(f"{marks_file.name}.stall-{who}.txt")
+        try:
+            header, _, dumps = path.read_text(encoding="utf-8", errors="replace").partition("\n")
+        except OSError:
+            return "", ""
+        return header, dumps
+
+    header, dumps = read("controller")
+    if not dumps.strip():
+        return {}
+    found = {"controller": f"{header}\n{dumps[:4000]}"}
+    for path in sorted(marks_file.parent.glob(f"{marks_file.name}.stall-gw*.txt")):
+        who = path.name.rpartition(".stall-")[2].removesuffix(".txt")
+        header, dumps = read(who)
+        last = dumps[dumps.rfind(DUMP_MARK):] if DUMP_MARK in dumps else ""
+        found[who] = f"{header}\n{last[:4000]}" if last else f"{header}\n(no dump)"
     return found
 
 

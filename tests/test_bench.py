@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import phases
 from benchmarks.outdirs import RowsShape, write_outdir
 from benchmarks.projects import session_lengths, write_pytest_suite, write_sleeper_suite
 from benchmarks.targets import Target, ratio, render_targets, summary_line, target_rows
@@ -89,3 +90,22 @@ def test_a_generated_out_dir_is_the_same_bytes_every_time(tmp_path: Path) -> Non
     assert first.read_bytes() == second.read_bytes()
     assert first.read_bytes().count(b"\n") == shape.rows == 24
     assert first.read_bytes().count(b'"error_kind": "harness-error"') == 1
+
+
+def test_a_stall_is_the_controllers_and_says_where_each_worker_last_was(tmp_path: Path) -> None:
+    marks = tmp_path / "sweep.phases.json"
+    stall = tmp_path / "sweep.phases.json.stall-{}.txt"
+    early = ("gw0 (pid 2): sessionfinish at 1.0\nTimeout (0:00:02)!\nwaiting\n"
+             "Timeout (0:00:02)!\nlast\n")
+    Path(str(stall).format("gw0")).write_text(early)
+    Path(str(stall).format("controller")).write_text("controller (pid 1): sessionfinish at 9.0\n")
+    # A worker that finished first waits for the others, dumping: no stall.
+    assert phases.stalls(marks) == {}
+    Path(str(stall).format("controller")).write_text(
+        "controller (pid 1): sessionfinish at 9.0\nTimeout (0:00:02)!\nin teardown_nodes\n")
+    Path(str(stall).format("gw1")).write_text("gw1 (pid 3): sessionfinish at 8.0\n")
+    found = phases.stalls(marks)
+    assert set(found) == {"controller", "gw0", "gw1"}
+    assert "in teardown_nodes" in found["controller"]
+    assert found["gw0"].endswith("Timeout (0:00:02)!\nlast\n") and "waiting" not in found["gw0"]
+    assert found["gw1"].endswith("(no dump)")
