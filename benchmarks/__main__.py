@@ -199,7 +199,7 @@ def run_all(ctx: Context, size: Size, profile: bool,
         project = experiments.project_cells(ctx, size.project_files)
         step("project_cells", project)
     if "demo_scaling" in only:
-        step("demo_scaling", experiments.demo_scaling(ctx, size.demo_runs, pairs=1))
+        step("demo_scaling", experiments.demo_scaling(ctx, size.demo_runs, pairs=ctx.repeat))
     if "uneven_sessions" in only:
         step("uneven_sessions", experiments.uneven_sessions(ctx, size.sessions_s))
     if "overhead_by_repo_size" in only:
