@@ -94,7 +94,12 @@ def run_sweep(task_file: Path, scratch: Path, label: str, *, cache_dir: Path,
     """One sweep of ``task_file`` into a fresh out dir under ``scratch``."""
     out = scratch / f"out-{label}"
     shutil.rmtree(out, ignore_errors=True)
+    # A basetemp of its own: else pytest makes one under /tmp/pytest-of-<user>
+    # and, at the session's end, deletes the oldest there, whatever left them (a
+    # test suite's tree took 7.6 s to delete: an end of sweep that was not ours).
+    (scratch / "basetemp").mkdir(parents=True, exist_ok=True)
     argv = pytest_argv(*unrelated_plugin_args(), "--rootdir", str(task_file.parent),
+                       "--basetemp", str(scratch / "basetemp" / label),
                        "--wfbench-tasks", str(task_file), "--wfbench-out", str(out),
                        "--wfbench-cache-dir", str(cache_dir), "-q", *args)
     if workers:

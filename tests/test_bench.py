@@ -4,6 +4,7 @@ times anything."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from benchmarks import phases
 from benchmarks.outdirs import RowsShape, write_outdir
 from benchmarks.projects import session_lengths, write_pytest_suite, write_sleeper_suite
+from benchmarks.sweeps import run_sweep
 from benchmarks.targets import Target, ratio, render_targets, summary_line, target_rows
 from benchmarks.workload import RepoShape
 from pytest_wfbench.tasks import load_task_file
@@ -81,6 +83,21 @@ def test_the_sleeper_suite_has_one_task_per_length(tmp_path: Path) -> None:
                                         "printf 0.25 > .session-length"]
     assert load_task_file(suite.task_file).arm_definitions["sleeper"].steps == (
         'sleep "$(cat .session-length)"',)
+
+
+def test_a_measured_sweep_keeps_out_of_the_shared_pytest_temp_root(tmp_path: Path) -> None:
+    """pytest-xdist's controller makes a basetemp; in the shared root
+    (/tmp/pytest-of-<user>) pytest then deletes the oldest dirs there at the
+    session's end, whatever run left them: a measured sweep would time that."""
+    suite = write_sleeper_suite(tmp_path / "s", [0.05, 0.05], "bench-s")
+    root = tmp_path / "temproot"
+    root.mkdir()
+    run = run_sweep(suite.task_file, tmp_path / "scratch", "basetemp", workers=2,
+                    cache_dir=Path(os.environ["WFBENCH_CACHE_DIR"]), expect_cells=2,
+                    env={"PYTEST_DEBUG_TEMPROOT": str(root)})
+    assert run.measured.returncode == 0
+    assert list(root.iterdir()) == []
+    assert (tmp_path / "scratch" / "basetemp" / "basetemp").is_dir()
 
 
 def test_a_generated_out_dir_is_the_same_bytes_every_time(tmp_path: Path) -> None:
