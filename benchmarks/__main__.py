@@ -172,7 +172,7 @@ def aggregation(ctx: Context, shapes: tuple[RowsShape, ...]) -> tuple[dict[str, 
     figures = {}
     for shape in shapes:
         key = f"{shape.tasks}x{shape.arms}x{shape.runs}"
-        figures[key] = measure_shape(ctx.scratch, shape)
+        figures[key] = measure_shape(ctx.scratch, shape, builds=ctx.repeat)
         ctx.progress(f"aggregation of {shape.rows:,} rows ({shape.label}): session end "
                      f"{figures[key]['session_end']['wall_s']:.2f} s, cold "
                      f"{figures[key]['cold']['wall_s']:.2f} s, warm "
