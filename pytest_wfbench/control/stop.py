@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+# A stop's kind is the state the sweep record gives the session it stopped.
+from pytest_wfbench.store import ABORTED as ABORTED
+from pytest_wfbench.store import BUDGET as BUDGET
+from pytest_wfbench.store import CANCELLED as CANCELLED
+
 STOP = "stop.json"
-CANCELLED = "cancelled"
-ABORTED = "aborted"
-BUDGET = "budget"
 
 
 @dataclass(frozen=True)
