@@ -20,6 +20,7 @@ from pytest_wfbench.stats import (
     pass_k_series,
     ratio_of_sums_intervals,
     resampled_indices,
+    resampled_totals,
 )
 from pytest_wfbench.stats.sums import DrawnSums
 
@@ -120,6 +121,17 @@ def test_resampled_indices_are_the_bootstraps_draws() -> None:
         assert list(resampled_indices(size, seed=8, resamples=3)) == want
     with pytest.raises(ValueError):
         list(resampled_indices(3, resamples=0))
+
+
+def test_resampled_totals_sum_the_values_the_bootstrap_draws() -> None:
+    rng = random.Random(9)
+    for size in (1, 2, 31):
+        values = [rng.getrandbits(700) for _ in range(size)]
+        want = [sum(values[i] for i in drawn)
+                for drawn in resampled_indices(size, seed=6, resamples=25)]
+        assert list(resampled_totals(values, seed=6, resamples=25)) == want
+    with pytest.raises(ValueError):
+        list(resampled_totals([1], resamples=0))
 
 
 def figures(task: str, arm: str, rng: random.Random) -> TaskArm:

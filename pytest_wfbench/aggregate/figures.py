@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.stats import Interval, wilson_interval
-from pytest_wfbench.table import Table, gather
+from pytest_wfbench.table import Table, gather, known
 
 Row = dict[str, Any]
 
@@ -77,7 +77,7 @@ def medians_at(table: Table, positions: Sequence[int]) -> dict[str, float | None
         "tokens": statistics.median(table.tokens(positions))}
     for name in MEASURED:
         values = gather(table.number(name), positions)
-        present = [value for value in values if value == value]  # NaN is null
+        present = known(values)
         if name == "cost_usd" and len(present) < len(values):
             medians[name] = None  # unknown is never zero
         else:

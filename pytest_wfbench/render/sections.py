@@ -11,7 +11,7 @@ from typing import Any
 from pytest_wfbench.aggregate import row_order
 from pytest_wfbench.render.format import first_line, fmt
 from pytest_wfbench.render.format import table as table_lines
-from pytest_wfbench.table import Table, gather
+from pytest_wfbench.table import Table, gather, known
 
 
 def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -82,7 +82,7 @@ def overhead_section_of(table: Table, positions: Sequence[int]) -> list[str]:
         overheads = [overhead[i] for i in members]
         total = sum(durations)
         stages = {name: present for name, column in table.stages.items()
-                  if (present := [ms for ms in gather(column, members) if ms == ms])}  # NaN
+                  if (present := known(gather(column, members)))}
         slowest = sorted(((statistics.median(v), k) for k, v in stages.items()
                           if k != "session"), reverse=True)[:3]
         body.append([arm, str(len(members)), fmt(statistics.median(durations), 2),

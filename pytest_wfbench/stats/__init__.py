@@ -15,6 +15,7 @@ from pytest_wfbench.stats.bootstrap import (
     percentile_interval,
     ratio_of_sums_intervals,
     resampled_indices,
+    resampled_totals,
     stratified_bootstrap,
 )
 from pytest_wfbench.stats.interval import Interval, z_value
@@ -45,6 +46,7 @@ __all__ = [
     "percentile_interval",
     "ratio_of_sums_intervals",
     "resampled_indices",
+    "resampled_totals",
     "sample_size",
     "stratified_bootstrap",
     "wilson_interval",

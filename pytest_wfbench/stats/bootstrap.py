@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import TypeVar
 
@@ -107,6 +107,18 @@ def resampled_indices(size: int, *, seed: int = DEFAULT_SEED,
         yield [floor(draw() * size) for _ in repeat(None, size)]
 
 
+def resampled_totals(values: Sequence[int], *, seed: int = DEFAULT_SEED,
+                     resamples: int = DEFAULT_RESAMPLES) -> Iterator[int]:
+    """For each resample :func:`resampled_indices` draws for ``len(values)``
+    clusters (the same draws), the sum of the values drawn."""
+    if resamples < 1:
+        raise ValueError(f"a bootstrap needs at least one resample, not {resamples}")
+    size = len(values)
+    draw, floor = random.Random(seed).random, math.floor
+    for _ in range(resamples):
+        yield sum([values[floor(draw() * size)] for _ in repeat(None, size)])
+
+
 def ratio_of_sums_intervals(
     columns: Sequence[tuple[Sequence[float], Sequence[float]]], *, seed: int = DEFAULT_SEED,
     resamples: int = DEFAULT_RESAMPLES, confidence: float = 0.95, min_clusters: int = 2,
@@ -131,8 +143,14 @@ def ratio_of_sums_intervals(
                   distinct.setdefault(tuple(columns[p][1]), len(distinct))) for p in positions]
         drawn_sums = DrawnSums(list(distinct))
         values: list[list[float]] = [[] for _ in positions]
-        for drawn in resampled_indices(size, seed=seed, resamples=resamples):
-            sums = drawn_sums.sums(drawn)
+        resampled: Iterable[list[float]]
+        if drawn_sums.loose or not drawn_sums.fields:
+            resampled = (drawn_sums.sums(drawn)
+                         for drawn in resampled_indices(size, seed=seed, resamples=resamples))
+        else:  # every column packed: one integer a cluster, drawn and summed at once
+            resampled = map(drawn_sums.unpacked, resampled_totals(
+                drawn_sums.packed, seed=seed, resamples=resamples))
+        for sums in resampled:
             for (b_slot, a_slot), found in zip(slots, values, strict=True):
                 base = sums[b_slot]
                 if base == 0:

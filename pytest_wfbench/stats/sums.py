@@ -73,10 +73,19 @@ class DrawnSums:
         for position in self.loose:
             sums[position] = math.fsum(take(self.columns[position]))
         if self.fields:
-            total: int = sum(take(self.packed))
-            for position, shift, mask, scale in self.fields:
-                sums[position] = ((total >> shift) & mask) / scale  # correctly rounded
+            self._unpack(sum(take(self.packed)), sums)
         return sums
+
+    def unpacked(self, total: int) -> list[float]:
+        """Each column's sum, from the sum of the drawn clusters' packed
+        integers (every column packed: no loose one)."""
+        sums = [0.0] * len(self.columns)
+        self._unpack(total, sums)
+        return sums
+
+    def _unpack(self, total: int, sums: list[float]) -> None:
+        for position, shift, mask, scale in self.fields:
+            sums[position] = ((total >> shift) & mask) / scale  # correctly rounded
 
 
 def _first_only(index: int) -> Callable[[Sequence[Any]], tuple[Any, ...]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pytest_wfbench.table.frame import Frame, FrameError, check, encode
 from pytest_wfbench.table.schema import FLAGS, NO_FLAG, NUMBERS, OBJECTS, kept
-from pytest_wfbench.table.table import Table, gather
+from pytest_wfbench.table.table import Table, gather, known
 
 __all__ = ["FLAGS", "NO_FLAG", "NUMBERS", "OBJECTS", "Frame", "FrameError", "Table", "check",
-           "encode", "gather", "kept"]
+           "encode", "gather", "kept", "known"]
