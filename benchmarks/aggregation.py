@@ -2,12 +2,13 @@
 (benchmarks/outdirs.py), each measurement in a fresh interpreter so that its
 peak RSS is the build's own.
 
-The out dir is measured in three states: as a sweep leaves it (the row cache
-written by the processes that wrote the rows, a batch at a time: what the
-report at the end of a sweep reads), cold (no row cache: every line parsed)
-and warm (the cache as a report rewrote it). Alongside, the floors of reading
-the file: its lines split and digested (what a cached build cannot skip) and
-every line parsed by ``json.loads`` (what a build without the cache cannot).
+The out dir is measured in four states: as a sweep leaves it (the row cache
+and the line log written by the processes that wrote the rows: what the report
+at the end of a sweep reads), the same without the line log (every line read
+and digested), cold (no row cache: every line parsed) and warm (the cache as a
+report rewrote it). Alongside, the floors of reading the file: its lines split
+and digested (what a cached build without the log cannot skip) and every line
+parsed by ``json.loads`` (what a build without the cache cannot).
 Every state must render the same report.md, byte for byte.
 
 ``python -m benchmarks.aggregation build|split|floors OUT`` are the
@@ -68,13 +69,12 @@ def split(out: Path) -> dict[str, float]:
     from pytest_wfbench.render.sections import overhead_section_of, trust_sections_of
     from pytest_wfbench.report import render_markdown
     from pytest_wfbench.review.quality import review_quality_section
-    from pytest_wfbench.rowcache import latest_table
-    from pytest_wfbench.store import result_lines
+    from pytest_wfbench.rowcache import results_table
 
     with collector_paused():
         marks = [time.perf_counter()]
         record = read_json(out / "sweep.json") or {}
-        table = latest_table(out, result_lines(out / "results.jsonl"), record.get("sweep_id"))
+        table = results_table(out, out / "results.jsonl", record.get("sweep_id"))
         marks.append(time.perf_counter())
         summary = summarize_table(table, table.agent(),
                                   (record.get("settings") or {}).get("baseline_arm"))
@@ -123,14 +123,24 @@ def _measure(mode: str, out: Path) -> dict[str, Any]:
 
 
 def writer_cache(out: Path) -> None:
-    """The row cache as the rows' writers leave it (pytest_wfbench.store)."""
+    """The row cache and the line log as the rows' writers leave them
+    (pytest_wfbench.store): the log's entries as theirs, but for the file's
+    states after the writes before the last (which no report reads)."""
+    from pytest_wfbench.linelog import LOG, log_lines, state_of
     from pytest_wfbench.rowcache import CACHE, CachedRows
 
     (out / CACHE).unlink(missing_ok=True)
+    (out / LOG).unlink(missing_ok=True)
     writer = CachedRows(out)
+    final = state_of((out / "results.jsonl").stat())
+    before = (0, 0, 0, 0, 0)
     with (out / "results.jsonl").open("rb") as results:
-        for line in results:
-            writer.add([line.rstrip(b"\n")])
+        while chunk := results.readlines(1 << 24):
+            lines = [line.rstrip(b"\n") for line in chunk]
+            for line in lines:
+                writer.add([line])
+            log_lines(out, lines, before, final)
+            before = final
 
 
 def _median_build(out: Path, cache: bytes, builds: int) -> dict[str, Any]:
@@ -152,6 +162,7 @@ def _median_build(out: Path, cache: bytes, builds: int) -> dict[str, Any]:
 def measure_shape(scratch: Path, shape: RowsShape, builds: int = 1) -> dict[str, Any]:
     """The out dir of ``shape`` in each state; as a sweep leaves it, the median
     of ``builds`` builds."""
+    from pytest_wfbench.linelog import LOG
     from pytest_wfbench.rowcache import CACHE
 
     out = write_outdir(scratch / f"rows-{shape.tasks}x{shape.arms}x{shape.runs}", shape)
@@ -163,12 +174,18 @@ def measure_shape(scratch: Path, shape: RowsShape, builds: int = 1) -> dict[str,
     figures["session_end"] = _median_build(out, writers, builds)
     (out / CACHE).write_bytes(writers)
     figures["session_end_split"] = _measure("split", out)
+    log = (out / LOG).read_bytes()
+    (out / LOG).unlink()
+    (out / CACHE).write_bytes(writers)
+    figures["session_end_unlogged"] = _measure("build", out)  # every line read and digested
+    (out / LOG).write_bytes(log)
     (out / CACHE).unlink()
     figures["cold"] = _measure("build", out)
     figures["warm"] = _measure("build", out)
     figures["warm_cache_bytes"] = (out / CACHE).stat().st_size
     figures["floors"] = _measure("floors", out)
-    digests = {figures[k]["report_sha256"] for k in ("session_end", "cold", "warm")}
+    digests = {figures[k]["report_sha256"]
+               for k in ("session_end", "session_end_unlogged", "cold", "warm")}
     figures["same_report"] = len(digests) == 1
     if len(digests) != 1:
         raise RuntimeError(f"the report of {out} differs between cache states: {digests}")
@@ -191,7 +208,7 @@ def aggregation_targets(shapes: dict[str, dict[str, Any]], rows: int) -> list[Ta
                 measured=("no row cache (a report by another version of the harness, or "
                           "a deleted cache): every line parsed, and json.loads alone takes "
                           f"{data['floors']['read_parse_s']:.2f} s; " if cold else "")
-                + _builds(run)
+                + _builds(run) + _unlogged(data, state)
                 + f"build_report {run['wall_s']:.2f} s{_split(data, state)}, peak RSS "
                   f"{run['peak_rss_mib']:.0f} MiB ({run['rss_before_mib']:.0f} MiB "
                   f"before); reading floor: split+digest "
@@ -205,6 +222,13 @@ def _builds(run: dict[str, Any]) -> str:
     if len(walls) < 2:
         return ""
     return f"median of {len(walls)} builds ({', '.join(f'{w:.2f}' for w in walls)} s); "
+
+
+def _unlogged(data: dict[str, Any], state: str) -> str:
+    unlogged = data.get(f"{state}_unlogged")
+    if not unlogged:
+        return ""
+    return (f"without the line log (every line read and digested) {unlogged['wall_s']:.2f} s; ")
 
 
 def _split(data: dict[str, Any], state: str) -> str:

@@ -32,7 +32,7 @@ from pytest_wfbench.render.html import HtmlReport, html_available, write_html_re
 from pytest_wfbench.render.sections import overhead_section_of, trust_sections_of
 from pytest_wfbench.report import render_markdown
 from pytest_wfbench.review.quality import review_quality_section
-from pytest_wfbench.rowcache import CacheUse, latest_table
+from pytest_wfbench.rowcache import CacheUse, results_table
 from pytest_wfbench.store import (
     ABORTED,
     BUDGET,
@@ -45,7 +45,6 @@ from pytest_wfbench.store import (
     SWEEP,
     ResultsStore,
     iter_rows,
-    result_lines,
 )
 from pytest_wfbench.table import Table
 
@@ -210,7 +209,7 @@ def audit_rows(table: Table) -> list[dict[str, Any]]:
 
 def _build_report(out_dir: Path, baseline_arm: str | None, use: CacheUse | None) -> OutDirReport:
     record = read_json(out_dir / SWEEP) or {}
-    table = latest_table(out_dir, result_lines(out_dir / RESULTS), record.get("sweep_id"), use)
+    table = results_table(out_dir, out_dir / RESULTS, record.get("sweep_id"), use)
     environment = read_json(out_dir / ENVIRONMENT)
     settings = record.get("settings") or {}
     baseline = baseline_arm if baseline_arm is not None else settings.get("baseline_arm")

@@ -20,6 +20,10 @@ harness's version, the interpreter's marshal, the machine's byte order), and a
 frame of another tag is passed over; the payload is a ``marshal`` of a
 :mod:`~pytest_wfbench.table.frame` (plain data only). A torn, corrupted or
 misshapen frame ends the reading; the lines it held are parsed again.
+
+A report takes the lines' keys from the results file's line log when it
+describes the file as it is (:func:`results_table`, :mod:`pytest_wfbench.linelog`),
+and reads only the lines the cache does not know; else it reads every line.
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ import struct
 import sys
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from pytest_wfbench import __version__
+from pytest_wfbench.linelog import line_key as line_key
+from pytest_wfbench.linelog import logged_lines, result_lines
 from pytest_wfbench.table import Frame, FrameError, Table, encode
 from pytest_wfbench.table.frame import Record, encode_records, record_of
 
@@ -62,11 +68,6 @@ REWRITE_BATCH = 4096
 """Rows a frame written by a report holds."""
 
 Row = dict[str, Any]
-
-
-def line_key(line: bytes) -> bytes:
-    """The key of a row's line: the digest of its bytes."""
-    return hashlib.sha256(line).digest()
 
 
 def _frame(frame: Frame) -> bytes:
@@ -230,6 +231,8 @@ class CacheUse:
     frames: int = 0
     stale: int = 0
     """Entries of the cache that no line of the file had."""
+    logged: bool = False
+    """The lines' keys came from the results file's line log (not read and digested)."""
 
 
 def _parsed(line: bytes) -> Row | None:
@@ -238,6 +241,35 @@ def _parsed(line: bytes) -> Row | None:
     except ValueError:  # a torn line (a process killed mid-write), or not UTF-8
         return None
     return row if isinstance(row, dict) else None
+
+
+class _Changed(Exception):
+    """The results file is no longer what its line log said (it changed since)."""
+
+
+def results_table(out_dir: Path, results: Path, sweep_id: str | None,
+                  use: CacheUse | None = None) -> Table:
+    """:func:`latest_table` of the results file's lines: their keys from its
+    line log (:mod:`pytest_wfbench.linelog`) when the log describes the file as
+    it is, so that only the lines the cache does not know are read; else every
+    line, read and digested."""
+    logged = logged_lines(out_dir, results)
+    if logged is not None:
+        with contextlib.suppress(_Changed, OSError), results.open("rb") as stream:
+            offsets = logged.offsets()
+
+            def fetch(index: int) -> bytes:
+                stream.seek(offsets[index])
+                line = stream.read(logged.lengths[index])
+                if line_key(line) != logged.keys[index]:
+                    raise _Changed(index)
+                return line
+
+            table = _latest(out_dir, logged.keys, fetch, sweep_id, use)
+            if use is not None:
+                use.logged = True
+            return table
+    return latest_table(out_dir, result_lines(results), sweep_id, use)
 
 
 def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
@@ -249,6 +281,25 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     Adds the rows it parsed to the cache when it missed many lines, and writes
     the cache again, as the lines are, when many of its entries are stale or it
     is damaged."""
+    current = [b""]  # the line just keyed: all a miss needs (the lines are not kept)
+    sha256 = hashlib.sha256
+
+    def keys() -> Iterator[bytes]:
+        for line in lines:
+            if line and not line.isspace():
+                current[0] = line
+                yield sha256(line).digest()
+
+    def fetch(index: int) -> bytes:
+        return current[0]
+
+    return _latest(out_dir, keys(), fetch, sweep_id, use)
+
+
+def _latest(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], bytes],
+            sweep_id: str | None, use: CacheUse | None) -> Table:
+    """:func:`latest_table` of the lines of these keys, in order (``fetch``
+    gives the bytes of the line of an index the cache does not know)."""
     use = use if use is not None else CacheUse()
     table = Table()
     read = _read_cache(out_dir, table)
@@ -256,25 +307,22 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     cells, sweeps = table.objects["cell_id"], table.objects["sweep_id"]
     hit: set[bytes] = set()
     latest: dict[str, int] = {}
-    keys: list[bytes] = []
+    ordered: list[bytes] = []
     positions: list[int] = []
     pending_keys: list[bytes] = []
     pending: list[Record] = []
     parsed_frames: list[Frame] = []
-    found, seen, sha256 = read.index.get, hit.add, hashlib.sha256  # line_key, inlined
+    found, seen = read.index.get, hit.add
     lines_read = missed = 0
-    for line in lines:
-        if not line or line.isspace():
-            continue
+    for key in keys:
         lines_read += 1
-        key = sha256(line).digest()
         position = found(key)
         if position is not None:
             seen(key)
             cell, sweep = cells[position], sweeps[position]
         else:
             missed += 1
-            row = _parsed(line)
+            row = _parsed(fetch(lines_read - 1))
             if row is None:
                 continue
             position = table.size + len(pending)
@@ -285,7 +333,7 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
                 parsed_frames.append(encode_records(pending, pending_keys))
                 table.append(parsed_frames[-1])
                 pending, pending_keys = [], []
-        keys.append(key)
+        ordered.append(key)
         positions.append(position)
         if sweep_id is None or sweep == sweep_id:
             latest[str(cell)] = position
@@ -302,7 +350,7 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     if (not read.whole or use.stale * REWRITE_SHARE > use.lines
             or (read.other and many_missed)):  # another harness's frames: dropped
         rewrite(out_dir, (table.frame(positions[start:start + REWRITE_BATCH],
-                                      keys[start:start + REWRITE_BATCH])
+                                      ordered[start:start + REWRITE_BATCH])
                           for start in range(0, max(len(positions), 1), REWRITE_BATCH)))
         use.rewritten = True
     elif many_missed:

@@ -12,6 +12,8 @@ from typing import Any
 
 from filelock import FileLock
 
+from pytest_wfbench.linelog import log_lines, rewrite_log, state_of
+from pytest_wfbench.linelog import result_lines as result_lines
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.rowcache import CachedRows, line_cells
 
@@ -79,7 +81,8 @@ class ResultsStore:
         with self._lock:
             fd = os.open(self.results, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                size = os.fstat(fd).st_size
+                before = state_of(os.fstat(fd))
+                size = before[0]
                 # A process killed mid-write left a torn line: end it, so the
                 # next row does not join it and get lost with it.
                 if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -88,8 +91,10 @@ class ResultsStore:
                 while view:
                     view = view[os.write(fd, view):]
                 os.fsync(fd)
+                after = state_of(os.fstat(fd))
             finally:
                 os.close(fd)
+            log_lines(self.out_dir, lines, before, after)  # the report's: see linelog.py
             self._cached.add(lines)  # the report's cache: see rowcache.py
 
     def compact(self) -> int:
@@ -118,6 +123,7 @@ class ResultsStore:
                 temporary = self.results.with_name(f".{RESULTS}.compact")
                 temporary.write_bytes(b"".join(line + b"\n" for line in kept))
                 os.replace(temporary, self.results)
+                rewrite_log(self.out_dir, kept, state_of(self.results.stat()))
             return self.results.stat().st_size
 
     def write_artifact(self, name: str, content: bytes | str) -> str:
@@ -134,24 +140,6 @@ class ResultsStore:
         path = self.out_dir / name
         path.write_text(self.redactor.clean(text), encoding="utf-8")
         return path
-
-
-def result_lines(path: Path, offset: int = 0) -> Iterator[bytes]:
-    """A results file's lines from ``offset``, read in chunks. Lines end at
-    "\n" only: str.splitlines() also splits at U+2028 and other separators an
-    arm's text could carry, and would lose the row."""
-    if not path.exists():
-        return
-    with path.open("rb") as stream:
-        stream.seek(offset)
-        pending = b""
-        while chunk := stream.read(1 << 20):
-            lines = chunk.split(b"\n")
-            lines[0] = pending + lines[0]  # not pending + chunk: a copy of every chunk
-            pending = lines.pop()
-            yield from lines
-        if pending:
-            yield pending
 
 
 def iter_rows(path: Path, sweep_id: str | None = None,

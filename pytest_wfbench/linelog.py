@@ -1,0 +1,161 @@
+"""The results file's line log (``.results.lines`` in the out dir): for each line
+of results.jsonl, in the file's order, its key (the digest of its bytes, what
+the row cache is keyed by: :mod:`pytest_wfbench.rowcache`) and its length, with
+the file's state after the write that added it (size, modification and change
+times, inode, device).
+
+The process that writes a row adds its entries at once, under the results
+file's lock, after the row. Before it does, it compares the file's state as it
+found it with the state the log's last entry records: a file that something
+else wrote in between (a process killed before it logged its row, a hand edit,
+a compaction that did not log) breaks the log, and a broken log is never read.
+So a report that finds the log unbroken, its last entry's state the state of
+the results file now, and the lengths adding up to the file's size, takes every
+line's key from the log (some MB) instead of reading and digesting the file
+(300 MB at 100,000 rows). Anything else, and it reads the file as before.
+
+What it trusts is the file's state, as make, Python's ``.pyc`` files and git's
+index do: an edit that keeps the file's size, its inode and both of its times
+is not seen, and since the file system's clock ticks every few milliseconds,
+that is an in-place edit of the same size within the same tick as the last
+row's write. Only the harness writes the file (no arm's sandbox sees the out
+dir), under the lock, and always at its end; a compaction replaces the file and
+writes its log again. A log whose entries do not check is read as no log, and
+a line the report must read (the cache does not know it) must have the digest
+the log gives it, or the whole file is read. Like the row cache, the log is as
+trusted as the results file beside it: what can write the one can write the
+other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from operator import itemgetter
+from pathlib import Path
+
+LOG = ".results.lines"
+ENTRY = struct.Struct("<32sIB3xQqqQQ")
+"""A line's entry: its key, its length (without the newline), flags, and the
+results file's state after the write that added it."""
+BROKEN = 1
+"""A flag: the file was not in the state the previous entry recorded when this
+line was written (the log no longer describes the file)."""
+_FLAGS = 36
+"""The offset of the flags in an entry."""
+
+FileState = tuple[int, int, int, int, int]
+"""A file's size, modification and change times (ns), inode and device."""
+
+
+def line_key(line: bytes) -> bytes:
+    """The key of a row's line: the digest of its bytes."""
+    return hashlib.sha256(line).digest()
+
+
+def state_of(status: os.stat_result) -> FileState:
+    return (status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino,
+            status.st_dev)
+
+
+def log_lines(out_dir: Path, lines: Sequence[bytes], before: FileState,
+              after: FileState, keys: Iterable[bytes] | None = None) -> None:
+    """Add the entries of ``lines``, just written to the results file (which was
+    in state ``before`` and is now in state ``after``). The caller holds the
+    results file's lock. A log that cannot be written costs only a report the
+    reading of the file."""
+    path = out_dir / LOG
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if before[0] == 0 and size:  # a new results file: a new log
+                os.ftruncate(fd, 0)
+                size = 0
+            flags = 0 if _continues(fd, size, before) else BROKEN
+            data = b"".join(ENTRY.pack(key, len(line), flags, *after) for key, line in zip(
+                keys if keys is not None else map(line_key, lines), lines, strict=True))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+
+
+def _continues(fd: int, size: int, before: FileState) -> bool:
+    """Whether the log (``size`` bytes, open as ``fd``) describes the results
+    file as it was found (``before``): its last entry unbroken and in that state."""
+    if size == 0:
+        return before[0] == 0
+    if size % ENTRY.size:
+        return False
+    last = ENTRY.unpack(os.pread(fd, ENTRY.size, size - ENTRY.size))
+    return not last[2] & BROKEN and last[3:] == before
+
+
+def rewrite_log(out_dir: Path, lines: Sequence[bytes], after: FileState) -> None:
+    """Replace the log by the entries of these lines, the whole results file
+    (in state ``after``): what a compaction that rewrote the file leaves. The
+    caller holds the results file's lock."""
+    path = out_dir / LOG
+    with contextlib.suppress(OSError):
+        path.unlink()
+    log_lines(out_dir, lines, (0, 0, 0, 0, 0), after)
+
+
+def result_lines(path: Path, offset: int = 0) -> Iterator[bytes]:
+    """A results file's lines from ``offset``, read in chunks. Lines end at
+    "\n" only: str.splitlines() also splits at U+2028 and other separators an
+    arm's text could carry, and would lose the row."""
+    if not path.exists():
+        return
+    with path.open("rb") as stream:
+        stream.seek(offset)
+        pending = b""
+        while chunk := stream.read(1 << 20):
+            lines = chunk.split(b"\n")
+            lines[0] = pending + lines[0]  # not pending + chunk: a copy of every chunk
+            pending = lines.pop()
+            yield from lines
+        if pending:
+            yield pending
+
+
+@dataclass
+class LoggedLines:
+    """The results file's lines as its log has them, in the file's order."""
+
+    keys: list[bytes]
+    lengths: list[int]
+
+    def offsets(self) -> list[int]:
+        """Where each line starts in the file."""
+        return [0, *accumulate(length + 1 for length in self.lengths)]
+
+
+def logged_lines(out_dir: Path, results: Path) -> LoggedLines | None:
+    """The lines of ``results`` from the out dir's log, or None when the log is
+    missing, broken, damaged, or does not describe the file as it is now."""
+    try:
+        data = (out_dir / LOG).read_bytes()
+        now = state_of(os.stat(results))
+    except OSError:
+        return None
+    if not data or len(data) % ENTRY.size:
+        return None
+    if ENTRY.unpack_from(data, len(data) - ENTRY.size)[3:] != now:
+        return None
+    if data[_FLAGS::ENTRY.size].strip(b"\0"):  # an entry that broke the log
+        return None
+    size = ENTRY.size
+    lengths = list(map(itemgetter(1), ENTRY.iter_unpack(data)))
+    if sum(lengths) + len(lengths) != now[0]:  # lines and their newlines, nothing else
+        return None
+    return LoggedLines([data[start:start + 32] for start in range(0, len(data), size)],
+                       lengths)

@@ -1,0 +1,230 @@
+"""The results file's line log (pytest_wfbench/linelog.py): a report takes the
+lines' keys from it only while it describes the file as it is. Whatever wrote
+the file besides the harness's row writers, the report is the file's."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_wfbench import linelog, rowcache
+from pytest_wfbench.linelog import LOG, logged_lines, state_of
+from pytest_wfbench.outdir import build_report, latest_per_cell
+from pytest_wfbench.projection import project
+from pytest_wfbench.redact import Redactor
+from pytest_wfbench.rowcache import CACHE, CachedRows, CacheUse
+from pytest_wfbench.store import ResultsStore, iter_rows
+from tests.rows import row
+
+pytestmark = pytest.mark.rows_by_hand
+
+SWEEP = "20261201T000000Z-test0000"
+
+
+def store_of(out: Path, batch: int = 4) -> ResultsStore:
+    store = ResultsStore(out, Redactor.from_environment(()))
+    store._cached = CachedRows(out, batch=batch)
+    return store
+
+
+def written(out: Path, rows: int = 13) -> Path:
+    """An out dir whose rows two workers wrote, turn about (one row, or two at
+    once), as a sweep leaves it."""
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"sweep_id": SWEEP,
+                                                "settings": {"baseline_arm": "baseline"}}))
+    workers = [store_of(out), store_of(out, batch=3)]
+    made = [row(f"t{n % 3}", ("baseline", "workflow")[n % 2], n // 6 + 1, sweep_id=SWEEP,
+                resolved=n % 4 != 1, kind=None if n % 4 != 1 else "oracle-failed",
+                input_tokens=1000 + n, duration_s=1.0 + n) for n in range(rows)]
+    done = turn = 0
+    while done < rows:
+        take = 1 + turn % 2
+        workers[turn % 2].append_many(made[done:done + take])
+        done, turn = done + take, turn + 1
+    return out
+
+
+def as_the_file_says(out: Path) -> list[dict[str, object]]:
+    return [project(r) for r in latest_per_cell(iter_rows(out / "results.jsonl", SWEEP))]
+
+
+def unlogged_report(out: Path) -> str:
+    copy = out.parent / f"{out.name}-unlogged"
+    shutil.copytree(out, copy)
+    (copy / LOG).unlink(missing_ok=True)
+    (copy / CACHE).unlink(missing_ok=True)
+    use = CacheUse()
+    text = build_report(copy, use=use).files["report.md"]
+    assert not use.logged
+    return text.replace(str(copy), str(out))
+
+
+def test_the_row_writers_log_every_line_and_a_report_takes_their_keys(tmp_path: Path) -> None:
+    out = written(tmp_path / "out")
+    results = (out / "results.jsonl").read_bytes()
+    lines = results.split(b"\n")[:-1]
+    logged = logged_lines(out, out / "results.jsonl")
+    assert logged is not None
+    assert logged.keys == [hashlib.sha256(line).digest() for line in lines]
+    assert logged.lengths == [len(line) for line in lines]
+    assert logged.offsets()[:-1] == [results.index(line) for line in lines]
+    use = CacheUse()
+    report = build_report(out, use=use)
+    assert use.logged and use.lines == len(lines) == 13
+    assert 0 < use.missed < use.lines  # the rows still waiting for their batch: read by offset
+    assert use.parsed == use.missed and use.hits == use.lines - use.missed
+    assert report.rows() == as_the_file_says(out)
+    assert report.files["report.md"] == unlogged_report(out)
+
+
+def wait_for_the_clock(out: Path, change: bytes) -> None:
+    """Write ``change`` over results.jsonl, in place, until the file's state is
+    not the one its log records (the file system's clock ticks every few ms:
+    within the tick of the last write, the same size, the state is the same)."""
+    results = out / "results.jsonl"
+    logged = (out / LOG).read_bytes()[-linelog.ENTRY.size:]
+    recorded = linelog.ENTRY.unpack(logged)[3:]
+    while True:
+        with results.open("r+b") as stream:
+            stream.write(change)
+        if state_of(results.stat()) != recorded:
+            return
+        time.sleep(0.001)
+
+
+def edit(out: Path, how: str) -> None:
+    results = out / "results.jsonl"
+    data = results.read_bytes()
+    if how == "in place, the same size":
+        at = data.index(b'"resolved": false')
+        wait_for_the_clock(out, data[:at] + b'"resolved": true ' + data[at + 17:])
+    elif how == "appended to, not by a row writer":
+        with results.open("ab") as stream:
+            stream.write(json.dumps(row("t9", "baseline", sweep_id=SWEEP, resolved=True),
+                                    sort_keys=True).encode() + b"\n")
+    elif how == "replaced":
+        temporary = out / "new"
+        temporary.write_bytes(data.replace(b'"input_tokens": 1003', b'"input_tokens": 7003'))
+        os.replace(temporary, results)
+    elif how == "cut short":
+        results.write_bytes(data[:data.rindex(b"\n", 0, len(data) - 1) + 1])
+    else:
+        raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["in place, the same size", "appended to, not by a row writer",
+                                 "replaced", "cut short"])
+def test_a_file_written_besides_the_row_writers_is_read_whole(tmp_path: Path, how: str) -> None:
+    out = written(tmp_path / "out")
+    build_report(out)
+    before = as_the_file_says(out)
+    edit(out, how)
+    assert as_the_file_says(out) != before
+    assert logged_lines(out, out / "results.jsonl") is None
+    use = CacheUse()
+    report = build_report(out, use=use)
+    assert not use.logged and report.rows() == as_the_file_says(out)
+    assert report.files["report.md"] == unlogged_report(out)
+
+
+@pytest.mark.parametrize("how", ["in place, the same size", "appended to, not by a row writer"])
+def test_a_row_written_after_an_unlogged_write_leaves_the_log_broken_until_a_new_file(
+        tmp_path: Path, how: str) -> None:
+    out = written(tmp_path / "out")
+    edit(out, how)
+    store = store_of(out)
+    store.append(row("t8", "workflow", sweep_id=SWEEP, resolved=True))
+    assert logged_lines(out, out / "results.jsonl") is None  # the last entry is in order, yet
+    use = CacheUse()
+    assert build_report(out, use=use).rows() == as_the_file_says(out)
+    assert not use.logged and "t8-workflow-r1" in {r["cell_id"] for r in build_report(out).rows()}
+    (out / "results.jsonl").unlink()  # a new results file begins a new log
+    store.append(row("t7", "workflow", sweep_id=SWEEP))
+    use = CacheUse()
+    assert [r["cell_id"] for r in build_report(out, use=use).rows()] == ["t7-workflow-r1"]
+    assert use.logged
+
+
+@pytest.mark.parametrize("damage", ["torn", "garbage", "a key", "a length", "a flag"])
+def test_a_damaged_log_is_never_believed(tmp_path: Path, damage: str) -> None:
+    out = written(tmp_path / "out")
+    build_report(out)  # the cache knows every line: a wrong key would find another row
+    log = out / LOG
+    blob = bytearray(log.read_bytes())
+    size = linelog.ENTRY.size
+    if damage == "torn":
+        del blob[-size // 2:]
+    elif damage == "garbage":
+        blob[:] = b"\xff" * len(blob)
+    elif damage == "a key":  # not the digest of any line: read by offset, and checked
+        blob[2 * size + 7] ^= 0x20
+    elif damage == "a length":
+        blob[3 * size + 32] ^= 0x01
+    else:
+        blob[4 * size + 36] = linelog.BROKEN
+    log.write_bytes(bytes(blob))
+    use = CacheUse()
+    report = build_report(out, use=use)
+    assert report.rows() == as_the_file_says(out)
+    assert not use.logged and use.lines == 13
+
+
+def test_a_file_that_changes_while_a_report_reads_it_is_read_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line the cache does not know is read by its offset, and its bytes must
+    have its key: else the file changed after its log was checked."""
+    out = written(tmp_path / "out")
+    (out / CACHE).unlink()
+    checked = linelog.logged_lines
+
+    def then_changed(out_dir: Path, results: Path) -> linelog.LoggedLines | None:
+        logged = checked(out_dir, results)
+        assert logged is not None
+        data = results.read_bytes()
+        results.write_bytes(b"\n" + data.replace(b'"input_tokens": 1005', b'"input_tokens": 5'))
+        return logged
+
+    monkeypatch.setattr(rowcache, "logged_lines", then_changed)
+    use = CacheUse()
+    report = build_report(out, use=use)
+    assert not use.logged and use.lines == 13
+    assert report.rows() == as_the_file_says(out)
+    assert any(r["input_tokens"] == 5 for r in report.rows())
+
+
+def test_compacting_the_results_writes_their_log_again(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"sweep_id": SWEEP}))
+    store = store_of(out, batch=1)
+    rows = [row(f"t{n}", "baseline", sweep_id=SWEEP) for n in range(5)]
+    for r in [*rows, dict(rows[1], resolved=True, duration_s=9.0)]:
+        store.append(r)
+    store.compact()
+    use = CacheUse()
+    report = build_report(out, use=use)
+    assert use.logged and use.lines == 5 and report.rows() == as_the_file_says(out)
+    assert report.rows()[-1]["duration_s"] == 9.0
+    store.append(row("t6", "baseline", sweep_id=SWEEP))  # the log goes on from there
+    assert build_report(out, use=CacheUse()).rows() == as_the_file_says(out)
+    assert logged_lines(out, out / "results.jsonl") is not None
+
+
+def test_the_log_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    target = tmp_path / "elsewhere"
+    target.write_text("keep me")
+    (out / LOG).symlink_to(target)
+    store = store_of(out)
+    store.append(row("t", "a", sweep_id=SWEEP))
+    assert target.read_text() == "keep me"
+    assert logged_lines(out, out / "results.jsonl") is None
+    assert [r["cell_id"] for r in iter_rows(out / "results.jsonl")] == ["t-a-r1"]
