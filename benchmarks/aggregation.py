@@ -66,10 +66,10 @@ def split(out: Path) -> dict[str, float]:
     from pytest_wfbench.aggregate import summarize_table
     from pytest_wfbench.heap import collector_paused
     from pytest_wfbench.outdir import provenance_of, read_json
+    from pytest_wfbench.readback import results_table
     from pytest_wfbench.render.sections import overhead_section_of, trust_sections_of
     from pytest_wfbench.report import render_markdown
     from pytest_wfbench.review.quality import review_quality_section
-    from pytest_wfbench.rowcache import results_table
 
     with collector_paused():
         marks = [time.perf_counter()]

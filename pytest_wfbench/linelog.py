@@ -15,12 +15,15 @@ line's key from the log (some MB) instead of reading and digesting the file
 (300 MB at 100,000 rows). Anything else, and it reads the file as before.
 
 What it trusts is the file's state, as make, Python's ``.pyc`` files and git's
-index do: an edit that keeps the file's size, its inode and both of its times
-is not seen, and since the file system's clock ticks every few milliseconds,
-that is an in-place edit of the same size within the same tick as the last
-row's write. Only the harness writes the file (no arm's sandbox sees the out
-dir), under the lock, and always at its end; a compaction replaces the file and
-writes its log again. A log whose entries do not check is read as no log, and
+index do: an edit that keeps the file's size, its inode number and both of its
+times is not seen. Since the file system's clock ticks every few milliseconds,
+that is an edit of the same size (in place, or a new file that was given the
+freed inode number) within the same tick as the last row's write; a file
+system that keeps times in whole seconds is never trusted (:func:`coarse`).
+Only the harness writes the file (no arm's sandbox sees the out dir), under the
+lock, and always at its end; a compaction writes the log again, and so does a
+report that read the whole file while it stayed in one state
+(:mod:`pytest_wfbench.readback`). A log whose entries do not check is read as no log, and
 a line the report must read (the cache does not know it) must have the digest
 the log gives it, or the whole file is read. Like the row cache, the log is as
 trusted as the results file beside it: what can write the one can write the
@@ -38,6 +41,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
+
+from filelock import FileLock
 
 LOG = ".results.lines"
 ENTRY = struct.Struct("<32sIB3xQqqQQ")
@@ -63,29 +68,40 @@ def state_of(status: os.stat_result) -> FileState:
             status.st_dev)
 
 
+_UNWRITABLE = (OSError, ValueError, OverflowError, struct.error)
+"""What writing the log may meet (a full disk, a line of 4 GiB): it costs only a
+report the reading of the file, never a row its write."""
+
+
+def _entries(keys: Iterable[bytes], lengths: Iterable[int], flags: int,
+             after: FileState) -> bytes:
+    return b"".join(ENTRY.pack(key, length, flags, *after)
+                    for key, length in zip(keys, lengths, strict=True))
+
+
 def log_lines(out_dir: Path, lines: Sequence[bytes], before: FileState,
-              after: FileState, keys: Iterable[bytes] | None = None) -> None:
+              after: FileState) -> None:
     """Add the entries of ``lines``, just written to the results file (which was
     in state ``before`` and is now in state ``after``). The caller holds the
-    results file's lock. A log that cannot be written costs only a report the
-    reading of the file."""
-    path = out_dir / LOG
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o644)
+    results file's lock."""
+    with contextlib.suppress(*_UNWRITABLE):
+        fd = os.open(out_dir / LOG, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o644)
         try:
             size = os.fstat(fd).st_size
             if before[0] == 0 and size:  # a new results file: a new log
                 os.ftruncate(fd, 0)
                 size = 0
             flags = 0 if _continues(fd, size, before) else BROKEN
-            data = b"".join(ENTRY.pack(key, len(line), flags, *after) for key, line in zip(
-                keys if keys is not None else map(line_key, lines), lines, strict=True))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            _write(fd, _entries(map(line_key, lines), map(len, lines), flags, after))
         finally:
             os.close(fd)
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _continues(fd: int, size: int, before: FileState) -> bool:
@@ -99,14 +115,32 @@ def _continues(fd: int, size: int, before: FileState) -> bool:
     return not last[2] & BROKEN and last[3:] == before
 
 
-def rewrite_log(out_dir: Path, lines: Sequence[bytes], after: FileState) -> None:
-    """Replace the log by the entries of these lines, the whole results file
-    (in state ``after``): what a compaction that rewrote the file leaves. The
+def rewrite_log(out_dir: Path, keys: Iterable[bytes], lengths: Iterable[int],
+                after: FileState) -> None:
+    """Replace the log (written to a new file first) by the entries of the lines
+    of these keys and lengths, the whole results file in state ``after``: what a
+    compaction that rewrote the file leaves, or a report that read it whole. The
     caller holds the results file's lock."""
     path = out_dir / LOG
+    temporary = path.with_name(f"{LOG}.{os.getpid()}.new")
     with contextlib.suppress(OSError):
-        path.unlink()
-    log_lines(out_dir, lines, (0, 0, 0, 0, 0), after)
+        temporary.unlink()  # a leftover (or a planted link): never written through
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o644)
+        try:
+            _write(fd, _entries(keys, lengths, 0, after))
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except _UNWRITABLE:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+
+
+def results_lock(results: Path) -> FileLock:
+    """The lock every writer of the results file holds (one per out dir)."""
+    return FileLock(str(results.with_name(f".{results.name}.lock")))
 
 
 def result_lines(path: Path, offset: int = 0) -> Iterator[bytes]:
@@ -127,6 +161,13 @@ def result_lines(path: Path, offset: int = 0) -> Iterator[bytes]:
             yield pending
 
 
+def coarse(state: FileState) -> bool:
+    """Whether the file system keeps the file's times in whole seconds (ext3,
+    ext4 with small inodes, FAT...): an edit of the same size a second after the
+    last row's write would keep its state. Such a file is always read whole."""
+    return state[1] % 1_000_000_000 == 0 or state[2] % 1_000_000_000 == 0
+
+
 @dataclass
 class LoggedLines:
     """The results file's lines as its log has them, in the file's order."""
@@ -143,11 +184,13 @@ def logged_lines(out_dir: Path, results: Path) -> LoggedLines | None:
     """The lines of ``results`` from the out dir's log, or None when the log is
     missing, broken, damaged, or does not describe the file as it is now."""
     try:
-        data = (out_dir / LOG).read_bytes()
+        fd = os.open(out_dir / LOG, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, "rb") as log:
+            data = log.read()
         now = state_of(os.stat(results))
     except OSError:
         return None
-    if not data or len(data) % ENTRY.size:
+    if not data or len(data) % ENTRY.size or coarse(now):
         return None
     if ENTRY.unpack_from(data, len(data) - ENTRY.size)[3:] != now:
         return None

@@ -28,11 +28,12 @@ from pytest_wfbench.decisions import (
 )
 from pytest_wfbench.heap import collector_paused
 from pytest_wfbench.lanes.report import render_lanes
+from pytest_wfbench.readback import results_table
 from pytest_wfbench.render.html import HtmlReport, html_available, write_html_report
 from pytest_wfbench.render.sections import overhead_section_of, trust_sections_of
 from pytest_wfbench.report import render_markdown
 from pytest_wfbench.review.quality import review_quality_section
-from pytest_wfbench.rowcache import CacheUse, results_table
+from pytest_wfbench.rowcache import CacheUse
 from pytest_wfbench.store import (
     ABORTED,
     BUDGET,

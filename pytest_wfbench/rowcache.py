@@ -22,8 +22,8 @@ frame of another tag is passed over; the payload is a ``marshal`` of a
 misshapen frame ends the reading; the lines it held are parsed again.
 
 A report takes the lines' keys from the results file's line log when it
-describes the file as it is (:func:`results_table`, :mod:`pytest_wfbench.linelog`),
-and reads only the lines the cache does not know; else it reads every line.
+describes the file as it is (:mod:`pytest_wfbench.readback`), and reads only
+the lines the cache does not know; else it reads every line.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from typing import IO, Any
 
 from pytest_wfbench import __version__
 from pytest_wfbench.linelog import line_key as line_key
-from pytest_wfbench.linelog import logged_lines, result_lines
 from pytest_wfbench.table import Frame, FrameError, Table, encode
 from pytest_wfbench.table.frame import Record, encode_records, record_of
 
@@ -243,35 +242,6 @@ def _parsed(line: bytes) -> Row | None:
     return row if isinstance(row, dict) else None
 
 
-class _Changed(Exception):
-    """The results file is no longer what its line log said (it changed since)."""
-
-
-def results_table(out_dir: Path, results: Path, sweep_id: str | None,
-                  use: CacheUse | None = None) -> Table:
-    """:func:`latest_table` of the results file's lines: their keys from its
-    line log (:mod:`pytest_wfbench.linelog`) when the log describes the file as
-    it is, so that only the lines the cache does not know are read; else every
-    line, read and digested."""
-    logged = logged_lines(out_dir, results)
-    if logged is not None:
-        with contextlib.suppress(_Changed, OSError), results.open("rb") as stream:
-            offsets = logged.offsets()
-
-            def fetch(index: int) -> bytes:
-                stream.seek(offsets[index])
-                line = stream.read(logged.lengths[index])
-                if line_key(line) != logged.keys[index]:
-                    raise _Changed(index)
-                return line
-
-            table = _latest(out_dir, logged.keys, fetch, sweep_id, use)
-            if use is not None:
-                use.logged = True
-            return table
-    return latest_table(out_dir, result_lines(results), sweep_id, use)
-
-
 def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
                  use: CacheUse | None = None) -> Table:
     """The table of out_dir's results file's lines, through the cache: its
@@ -281,23 +251,32 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     Adds the rows it parsed to the cache when it missed many lines, and writes
     the cache again, as the lines are, when many of its entries are stale or it
     is damaged."""
+    return keyed_table(out_dir, lines, sweep_id, use, None)
+
+
+def keyed_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
+                use: CacheUse | None, seen: list[tuple[bytes, int]] | None) -> Table:
+    """:func:`latest_table`, adding each line's key and length to ``seen``."""
     current = [b""]  # the line just keyed: all a miss needs (the lines are not kept)
-    sha256 = hashlib.sha256
+    sha256, note = hashlib.sha256, (seen.append if seen is not None else None)
 
     def keys() -> Iterator[bytes]:
         for line in lines:
             if line and not line.isspace():
                 current[0] = line
-                yield sha256(line).digest()
+                key = sha256(line).digest()
+                if note is not None:
+                    note((key, len(line)))
+                yield key
 
     def fetch(index: int) -> bytes:
         return current[0]
 
-    return _latest(out_dir, keys(), fetch, sweep_id, use)
+    return table_of_keys(out_dir, keys(), fetch, sweep_id, use)
 
 
-def _latest(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], bytes],
-            sweep_id: str | None, use: CacheUse | None) -> Table:
+def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], bytes],
+                  sweep_id: str | None, use: CacheUse | None) -> Table:
     """:func:`latest_table` of the lines of these keys, in order (``fetch``
     gives the bytes of the line of an index the cache does not know)."""
     use = use if use is not None else CacheUse()

@@ -10,9 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
-from pytest_wfbench.linelog import log_lines, rewrite_log, state_of
+from pytest_wfbench.linelog import (
+    line_key,
+    log_lines,
+    logged_lines,
+    results_lock,
+    rewrite_log,
+    state_of,
+)
 from pytest_wfbench.linelog import result_lines as result_lines
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.rowcache import CachedRows, line_cells
@@ -63,7 +68,7 @@ class ResultsStore:
         self.out_dir = out_dir
         self.redactor = redactor
         self.results = out_dir / RESULTS
-        self._lock = FileLock(str(out_dir / f".{RESULTS}.lock"))
+        self._lock = results_lock(self.results)
         self._cached = CachedRows(out_dir)
 
     def prepare(self) -> None:
@@ -123,7 +128,10 @@ class ResultsStore:
                 temporary = self.results.with_name(f".{RESULTS}.compact")
                 temporary.write_bytes(b"".join(line + b"\n" for line in kept))
                 os.replace(temporary, self.results)
-                rewrite_log(self.out_dir, kept, state_of(self.results.stat()))
+            if superseded or logged_lines(self.out_dir, self.results) is None:
+                # The file as it is now, whatever its log said (a crash, an old out dir).
+                rewrite_log(self.out_dir, map(line_key, kept), map(len, kept),
+                            state_of(self.results.stat()))
             return self.results.stat().st_size
 
     def write_artifact(self, name: str, content: bytes | str) -> str:

@@ -4,16 +4,18 @@ the file besides the harness's row writers, the report is the file's."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import struct
 import time
 from pathlib import Path
 
 import pytest
 
-from pytest_wfbench import linelog, rowcache
+from pytest_wfbench import linelog, readback, rowcache
 from pytest_wfbench.linelog import LOG, logged_lines, state_of
 from pytest_wfbench.outdir import build_report, latest_per_cell
 from pytest_wfbench.projection import project
@@ -191,7 +193,7 @@ def test_a_file_that_changes_while_a_report_reads_it_is_read_again(
         results.write_bytes(b"\n" + data.replace(b'"input_tokens": 1005', b'"input_tokens": 5'))
         return logged
 
-    monkeypatch.setattr(rowcache, "logged_lines", then_changed)
+    monkeypatch.setattr(readback, "logged_lines", then_changed)
     use = CacheUse()
     report = build_report(out, use=use)
     assert not use.logged and use.lines == 13
@@ -228,3 +230,84 @@ def test_the_log_is_never_written_through_a_planted_link(tmp_path: Path) -> None
     assert target.read_text() == "keep me"
     assert logged_lines(out, out / "results.jsonl") is None
     assert [r["cell_id"] for r in iter_rows(out / "results.jsonl")] == ["t-a-r1"]
+
+
+def test_a_report_that_read_the_file_whole_writes_its_log_again(tmp_path: Path) -> None:
+    out = written(tmp_path / "out")
+    edit(out, "appended to, not by a row writer")
+    first, second = CacheUse(), CacheUse()
+    assert build_report(out, use=first).rows() == as_the_file_says(out)
+    assert not first.logged and logged_lines(out, out / "results.jsonl") is not None
+    assert build_report(out, use=second).rows() == as_the_file_says(out)
+    assert second.logged and second.missed == 0
+    store_of(out).append(row("t8", "workflow", sweep_id=SWEEP))  # and the log goes on
+    third = CacheUse()
+    assert build_report(out, use=third).rows() == as_the_file_says(out) and third.logged
+
+
+@pytest.mark.parametrize("why", ["a writer holds the lock", "a blank line",
+                                 "no newline at its end"])
+def test_a_log_is_not_written_again_for_a_file_it_could_not_describe(
+        tmp_path: Path, why: str) -> None:
+    out = written(tmp_path / "out")
+    results = out / "results.jsonl"
+    (out / LOG).unlink()
+    if why == "a blank line":
+        with results.open("ab") as stream:
+            stream.write(b"\n")
+    elif why == "no newline at its end":
+        results.write_bytes(results.read_bytes()[:-1])
+    lock = linelog.results_lock(results)
+    with lock if why == "a writer holds the lock" else contextlib.nullcontext():
+        use = CacheUse()
+        assert build_report(out, use=use).rows() == as_the_file_says(out)
+    assert not use.logged and not (out / LOG).exists()
+
+
+def test_a_log_that_lost_entries_is_never_believed(tmp_path: Path) -> None:
+    """Every entry of a batch records the file's state after it: a log cut at a
+    batch's middle (a full disk) still ends in the file's state."""
+    out = written(tmp_path / "out")
+    log = out / LOG
+    blob = log.read_bytes()
+    for keep in (11, 7, 1):  # of 13
+        log.write_bytes(blob[:keep * linelog.ENTRY.size] + blob[-linelog.ENTRY.size:])
+        assert logged_lines(out, out / "results.jsonl") is None
+        assert build_report(out).rows() == as_the_file_says(out)
+
+
+def test_a_file_system_of_whole_second_times_is_always_read_whole(tmp_path: Path) -> None:
+    out = written(tmp_path / "out")
+    results = out / "results.jsonl"
+    lines = results.read_bytes().split(b"\n")[:-1]
+    whole = (int(time.time()) - 5) * 1_000_000_000
+    for seconds in (whole, whole + 1):  # as such a file system keeps them; then not
+        os.utime(results, ns=(seconds, seconds))
+        linelog.rewrite_log(out, map(linelog.line_key, lines), map(len, lines),
+                            state_of(results.stat()))
+        believed = logged_lines(out, results) is not None
+        assert believed == (seconds % 1_000_000_000 != 0)
+
+
+def test_a_log_that_cannot_be_written_costs_no_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    store = store_of(out, batch=1)
+
+    def too_long(*args: object) -> bytes:
+        raise struct.error("'I' format requires 0 <= number <= 4294967295")
+
+    monkeypatch.setattr(linelog, "_entries", too_long)
+    store.append(row("t", "a", sweep_id=SWEEP))
+    assert [r["cell_id"] for r in iter_rows(out / "results.jsonl")] == ["t-a-r1"]
+    assert len(rowcache.load_entries(out)[0]) == 1  # and the cache still has it
+    assert logged_lines(out, out / "results.jsonl") is None
+
+
+def test_compacting_results_whose_log_broke_writes_it_again(tmp_path: Path) -> None:
+    out = written(tmp_path / "out")
+    edit(out, "appended to, not by a row writer")
+    store_of(out).compact()  # nothing superseded: the file stays, its log is written
+    use = CacheUse()
+    assert build_report(out, use=use).rows() == as_the_file_says(out) and use.logged
