@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.outdirs import RowsShape, write_outdir
+from benchmarks.outdirs import RowsShape, cell_ids, write_outdir
 from benchmarks.targets import Target
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -45,17 +45,35 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def build(out: Path) -> dict[str, Any]:
-    from pytest_wfbench.outdir import build_report
-    from pytest_wfbench.rowcache import CacheUse
+SELECTED = "selected.json"
+"""The cells a sweep of the out dir selected (the benchmark's, beside its rows)."""
 
+
+def build(out: Path) -> dict[str, Any]:
+    """What a sweep's controller does with its rows at its end (finish.py): the
+    selected cells without a row (none here), a compaction (nothing to
+    supersede here), and the report."""
+    from pytest_wfbench.outdir import build_report
+    from pytest_wfbench.redact import Redactor
+    from pytest_wfbench.rowcache import CacheUse
+    from pytest_wfbench.store import ResultsStore, recorded_cells
+
+    selected = json.loads((out / SELECTED).read_text())
+    sweep_id = json.loads((out / "sweep.json").read_text())["sweep_id"]
     before = _rss_mib()
     use = CacheUse()
     start = time.perf_counter()
+    recorded = recorded_cells(out, sweep_id)
+    unrun = [cell for cell in selected if cell not in recorded]
+    ResultsStore(out, Redactor.from_environment(())).compact()
+    finish = time.perf_counter() - start
     report = build_report(out, use=use)
     wall = time.perf_counter() - start
+    if unrun:
+        raise RuntimeError(f"{len(unrun)} of {out}'s cells have no row, e.g. {unrun[0]}")
     text = report.files["report.md"]
-    return {"wall_s": round(wall, 3), "peak_rss_mib": round(_rss_mib(), 1),
+    return {"wall_s": round(wall, 3), "finish_s": round(finish, 3),
+            "peak_rss_mib": round(_rss_mib(), 1),
             "rss_before_mib": round(before, 1), "rows": len(report.table.positions),
             "report_sha256": hashlib.sha256(text.encode()).hexdigest(),
             "report_bytes": len(text.encode()), "cache": vars(use)}
@@ -139,7 +157,9 @@ def writer_cache(out: Path) -> None:
             lines = [line.rstrip(b"\n") for line in chunk]
             for line in lines:
                 writer.add([line])
-            log_lines(out, lines, before, final)
+            rows = [json.loads(line) for line in lines]
+            log_lines(out, lines, [(row.get("cell_id"), row.get("sweep_id")) for row in rows],
+                      before, final)
             before = final
 
 
@@ -166,6 +186,7 @@ def measure_shape(scratch: Path, shape: RowsShape, builds: int = 1) -> dict[str,
     from pytest_wfbench.rowcache import CACHE
 
     out = write_outdir(scratch / f"rows-{shape.tasks}x{shape.arms}x{shape.runs}", shape)
+    (out / SELECTED).write_text(json.dumps(cell_ids(shape)))
     writer_cache(out)
     writers = (out / CACHE).read_bytes()
     figures: dict[str, Any] = {"shape": shape.label, "rows": shape.rows,
@@ -208,8 +229,9 @@ def aggregation_targets(shapes: dict[str, dict[str, Any]], rows: int) -> list[Ta
                 measured=("no row cache (a report by another version of the harness, or "
                           "a deleted cache): every line parsed, and json.loads alone takes "
                           f"{data['floors']['read_parse_s']:.2f} s; " if cold else "")
-                + _builds(run) + _unlogged(data, state)
-                + f"build_report {run['wall_s']:.2f} s{_split(data, state)}, peak RSS "
+                + _builds(run) + _unlogged(data, state) + _finish(run)
+                + f"build_report {run['wall_s'] - run.get('finish_s', 0.0):.2f} s"
+                  f"{_split(data, state)}, peak RSS "
                   f"{run['peak_rss_mib']:.0f} MiB ({run['rss_before_mib']:.0f} MiB "
                   f"before); reading floor: split+digest "
                   f"{data['floors']['read_digest_s']:.2f} s, json.loads of every line "
@@ -222,6 +244,12 @@ def _builds(run: dict[str, Any]) -> str:
     if len(walls) < 2:
         return ""
     return f"median of {len(walls)} builds ({', '.join(f'{w:.2f}' for w in walls)} s); "
+
+
+def _finish(run: dict[str, Any]) -> str:
+    if "finish_s" not in run:
+        return ""
+    return f"the selected cells without a row and the compaction {run['finish_s']:.2f} s, "
 
 
 def _unlogged(data: dict[str, Any], state: str) -> str:

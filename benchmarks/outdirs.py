@@ -127,6 +127,13 @@ def agent_row(rng: random.Random, task: str, arm: str, run: int) -> dict[str, An
     }
 
 
+def cell_ids(shape: RowsShape) -> list[str]:
+    """The cells of an out dir of ``shape``, in the order of its rows."""
+    width = len(str(shape.tasks - 1))
+    return [f"task-{t:0{width}d}-{arm}-r{run}" for t in range(shape.tasks)
+            for arm in ARMS[:shape.arms] for run in range(1, shape.runs + 1)]
+
+
 def write_outdir(out: Path, shape: RowsShape, seed: int = 7) -> Path:
     """An out dir of ``shape.rows`` rows (results.jsonl, sweep.json,
     environment.json), as a finished sweep leaves it; returns it."""

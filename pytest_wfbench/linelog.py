@@ -21,13 +21,16 @@ that is an edit of the same size (in place, or a new file that was given the
 freed inode number) within the same tick as the last row's write; a file
 system that keeps times in whole seconds is never trusted (:func:`coarse`).
 Only the harness writes the file (no arm's sandbox sees the out dir), under the
-lock, and always at its end; a compaction writes the log again, and so does a
-report that read the whole file while it stayed in one state
-(:mod:`pytest_wfbench.readback`). A log whose entries do not check is read as no log, and
-a line the report must read (the cache does not know it) must have the digest
-the log gives it, or the whole file is read. Like the row cache, the log is as
-trusted as the results file beside it: what can write the one can write the
-other.
+lock, and always at its end; a compaction (every sweep's end) writes the log
+again when it rewrote the file or found the log broken. A log whose entries do
+not check is read as no log, and a line the report must read (the cache does
+not know it) must have the digest the log gives it, or the whole file is read.
+Like the row cache, the log is as trusted as the results file beside it: what
+can write the one can write the other.
+
+Each entry also holds digests of its row's cell id and sweep id, so that a
+sweep's end learns which cells have a row, and whether any has two (what a
+compaction would supersede), from the log alone (:meth:`LoggedLines.cells_of`).
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ import contextlib
 import hashlib
 import os
 import struct
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
@@ -45,14 +50,24 @@ from pathlib import Path
 from filelock import FileLock
 
 LOG = ".results.lines"
-ENTRY = struct.Struct("<32sIB3xQqqQQ")
-"""A line's entry: its key, its length (without the newline), flags, and the
-results file's state after the write that added it."""
+ENTRY = struct.Struct("<32sIB3x16s8sQqqQQ")
+"""A line's entry: its key, its length (without the newline), flags, the
+digests of its row's cell id and sweep id (:func:`identity`), and the results
+file's state after the write that added it."""
 BROKEN = 1
 """A flag: the file was not in the state the previous entry recorded when this
 line was written (the log no longer describes the file)."""
 _FLAGS = 36
 """The offset of the flags in an entry."""
+_CELL = 40
+_SWEEP = 56
+_STATE = 5
+"""The index of the state's first field in an unpacked entry."""
+NO_CELL = bytes(16)
+"""The cell digest of a line whose row has no cell id (or that is no row)."""
+
+Ids = tuple[object, object]
+"""A row's cell id and sweep id, as its line has them."""
 
 FileState = tuple[int, int, int, int, int]
 """A file's size, modification and change times (ns), inode and device."""
@@ -61,6 +76,19 @@ FileState = tuple[int, int, int, int, int]
 def line_key(line: bytes) -> bytes:
     """The key of a row's line: the digest of its bytes."""
     return hashlib.sha256(line).digest()
+
+
+def cell_digest(cell_id: object) -> bytes:
+    """What an entry holds of its row's cell id (NO_CELL when it has none)."""
+    if not isinstance(cell_id, str):
+        return NO_CELL
+    return hashlib.blake2b(cell_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def sweep_digest(sweep_id: object) -> bytes:
+    if not isinstance(sweep_id, str):
+        return bytes(8)
+    return hashlib.blake2b(sweep_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 def state_of(status: os.stat_result) -> FileState:
@@ -73,17 +101,17 @@ _UNWRITABLE = (OSError, ValueError, OverflowError, struct.error)
 report the reading of the file, never a row its write."""
 
 
-def _entries(keys: Iterable[bytes], lengths: Iterable[int], flags: int,
+def _entries(keys: Iterable[bytes], lengths: Iterable[int], ids: Iterable[Ids], flags: int,
              after: FileState) -> bytes:
-    return b"".join(ENTRY.pack(key, length, flags, *after)
-                    for key, length in zip(keys, lengths, strict=True))
+    return b"".join(ENTRY.pack(key, length, flags, cell_digest(cell), sweep_digest(sweep), *after)
+                    for key, length, (cell, sweep) in zip(keys, lengths, ids, strict=True))
 
 
-def log_lines(out_dir: Path, lines: Sequence[bytes], before: FileState,
+def log_lines(out_dir: Path, lines: Sequence[bytes], ids: Sequence[Ids], before: FileState,
               after: FileState) -> None:
-    """Add the entries of ``lines``, just written to the results file (which was
-    in state ``before`` and is now in state ``after``). The caller holds the
-    results file's lock."""
+    """Add the entries of ``lines`` (rows of these cell and sweep ids), just
+    written to the results file (which was in state ``before`` and is now in
+    state ``after``). The caller holds the results file's lock."""
     with contextlib.suppress(*_UNWRITABLE):
         fd = os.open(out_dir / LOG, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
                      | os.O_CLOEXEC, 0o644)
@@ -93,7 +121,7 @@ def log_lines(out_dir: Path, lines: Sequence[bytes], before: FileState,
                 os.ftruncate(fd, 0)
                 size = 0
             flags = 0 if _continues(fd, size, before) else BROKEN
-            _write(fd, _entries(map(line_key, lines), map(len, lines), flags, after))
+            _write(fd, _entries(map(line_key, lines), map(len, lines), ids, flags, after))
         finally:
             os.close(fd)
 
@@ -112,15 +140,14 @@ def _continues(fd: int, size: int, before: FileState) -> bool:
     if size % ENTRY.size:
         return False
     last = ENTRY.unpack(os.pread(fd, ENTRY.size, size - ENTRY.size))
-    return not last[2] & BROKEN and last[3:] == before
+    return not last[2] & BROKEN and last[_STATE:] == before
 
 
 def rewrite_log(out_dir: Path, keys: Iterable[bytes], lengths: Iterable[int],
-                after: FileState) -> None:
+                ids: Iterable[Ids], after: FileState) -> None:
     """Replace the log (written to a new file first) by the entries of the lines
-    of these keys and lengths, the whole results file in state ``after``: what a
-    compaction that rewrote the file leaves, or a report that read it whole. The
-    caller holds the results file's lock."""
+    of these keys, lengths and ids, the whole results file in state ``after``:
+    what a compaction leaves. The caller holds the results file's lock."""
     path = out_dir / LOG
     temporary = path.with_name(f"{LOG}.{os.getpid()}.new")
     with contextlib.suppress(OSError):
@@ -129,7 +156,7 @@ def rewrite_log(out_dir: Path, keys: Iterable[bytes], lengths: Iterable[int],
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                      | os.O_CLOEXEC, 0o644)
         try:
-            _write(fd, _entries(keys, lengths, 0, after))
+            _write(fd, _entries(keys, lengths, ids, 0, after))
         finally:
             os.close(fd)
         os.replace(temporary, path)
@@ -172,12 +199,35 @@ def coarse(state: FileState) -> bool:
 class LoggedLines:
     """The results file's lines as its log has them, in the file's order."""
 
-    keys: list[bytes]
+    data: bytes
+    """The log's entries."""
     lengths: list[int]
+
+    @cached_property
+    def keys(self) -> list[bytes]:
+        return self._field(0, 32)
+
+    @cached_property
+    def cells(self) -> list[bytes]:
+        """Each line's cell digest (:func:`cell_digest`)."""
+        return self._field(_CELL, 16)
+
+    def _field(self, offset: int, size: int) -> list[bytes]:
+        data = self.data
+        return [data[start:start + size]
+                for start in range(offset, len(data), ENTRY.size)]
 
     def offsets(self) -> list[int]:
         """Where each line starts in the file."""
         return [0, *accumulate(length + 1 for length in self.lengths)]
+
+    def cells_of(self, sweep_id: str, offset: int = 0) -> set[bytes]:
+        """The cell digests of the sweep's rows from byte ``offset`` on."""
+        first = bisect_left(self.offsets(), offset)
+        sweep, cells, sweeps = sweep_digest(sweep_id), self.cells[first:], self._field(_SWEEP, 8)
+        if set(sweeps[first:]) == {sweep}:  # the rows of one sweep, as an out dir holds
+            return set(cells)
+        return {cell for cell, of in zip(cells, sweeps[first:], strict=True) if of == sweep}
 
 
 def logged_lines(out_dir: Path, results: Path) -> LoggedLines | None:
@@ -192,13 +242,11 @@ def logged_lines(out_dir: Path, results: Path) -> LoggedLines | None:
         return None
     if not data or len(data) % ENTRY.size or coarse(now):
         return None
-    if ENTRY.unpack_from(data, len(data) - ENTRY.size)[3:] != now:
+    if ENTRY.unpack_from(data, len(data) - ENTRY.size)[_STATE:] != now:
         return None
     if data[_FLAGS::ENTRY.size].strip(b"\0"):  # an entry that broke the log
         return None
-    size = ENTRY.size
     lengths = list(map(itemgetter(1), ENTRY.iter_unpack(data)))
     if sum(lengths) + len(lengths) != now[0]:  # lines and their newlines, nothing else
         return None
-    return LoggedLines([data[start:start + 32] for start in range(0, len(data), size)],
-                       lengths)
+    return LoggedLines(data, lengths)

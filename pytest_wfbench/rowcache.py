@@ -251,23 +251,14 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     Adds the rows it parsed to the cache when it missed many lines, and writes
     the cache again, as the lines are, when many of its entries are stale or it
     is damaged."""
-    return keyed_table(out_dir, lines, sweep_id, use, None)
-
-
-def keyed_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
-                use: CacheUse | None, seen: list[tuple[bytes, int]] | None) -> Table:
-    """:func:`latest_table`, adding each line's key and length to ``seen``."""
     current = [b""]  # the line just keyed: all a miss needs (the lines are not kept)
-    sha256, note = hashlib.sha256, (seen.append if seen is not None else None)
+    sha256 = hashlib.sha256
 
     def keys() -> Iterator[bytes]:
         for line in lines:
             if line and not line.isspace():
                 current[0] = line
-                key = sha256(line).digest()
-                if note is not None:
-                    note((key, len(line)))
-                yield key
+                yield sha256(line).digest()
 
     def fetch(index: int) -> bytes:
         return current[0]
@@ -338,21 +329,22 @@ def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], b
     return table
 
 
-def line_cells(out_dir: Path, lines: Iterable[bytes]) -> list[str | None]:
-    """Each line's cell id, through the cache (None for a line that is not a
-    row, or a row without one)."""
+def line_ids(out_dir: Path, lines: Iterable[bytes]) -> list[tuple[str | None, object]]:
+    """Each line's cell id and sweep id, through the cache (None for a line that
+    is not a row, or a row without one)."""
     table = Table()
-    cells, found, sha256 = table.objects["cell_id"], _read_cache(out_dir, table).index.get, \
-        hashlib.sha256
-    out: list[str | None] = []
+    cells, sweeps = table.objects["cell_id"], table.objects["sweep_id"]
+    found, sha256 = _read_cache(out_dir, table).index.get, hashlib.sha256
+    out: list[tuple[str | None, object]] = []
     for line in lines:
         position = found(sha256(line).digest())
         if position is not None:
-            cell = cells[position]
+            cell, sweep = cells[position], sweeps[position]
         else:
             row = _parsed(line)
-            cell = None if row is None else row.get("cell_id")
-        out.append(None if cell is None else str(cell))
+            cell, sweep = (None, None) if row is None else (row.get("cell_id"),
+                                                            row.get("sweep_id"))
+        out.append((None if cell is None else str(cell), sweep))
     return out
 
 

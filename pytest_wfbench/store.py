@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
 
 from pytest_wfbench.linelog import (
+    NO_CELL,
+    cell_digest,
     line_key,
     log_lines,
     logged_lines,
@@ -20,7 +22,7 @@ from pytest_wfbench.linelog import (
 )
 from pytest_wfbench.linelog import result_lines as result_lines
 from pytest_wfbench.redact import Redactor
-from pytest_wfbench.rowcache import CachedRows, line_cells
+from pytest_wfbench.rowcache import CachedRows, line_ids
 
 RESULTS = "results.jsonl"
 SUPERSEDED = "superseded.jsonl"
@@ -80,8 +82,9 @@ class ResultsStore:
     def append_many(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
             return
-        lines = [json.dumps(self.redactor.data(row), sort_keys=True,
-                            ensure_ascii=False).encode("utf-8") for row in rows]
+        redacted = [self.redactor.data(row) for row in rows]
+        lines = [json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8")
+                 for row in redacted]
         data = b"".join(line + b"\n" for line in lines)
         with self._lock:
             fd = os.open(self.results, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -99,7 +102,8 @@ class ResultsStore:
                 after = state_of(os.fstat(fd))
             finally:
                 os.close(fd)
-            log_lines(self.out_dir, lines, before, after)  # the report's: see linelog.py
+            log_lines(self.out_dir, lines, [(row.get("cell_id"), row.get("sweep_id"))
+                                            for row in redacted], before, after)  # linelog.py
             self._cached.add(lines)  # the report's cache: see rowcache.py
 
     def compact(self) -> int:
@@ -110,16 +114,22 @@ class ResultsStore:
         with self._lock:
             if not self.results.exists():
                 return 0
+            logged = logged_lines(self.out_dir, self.results)
+            if logged is not None and NO_CELL not in (cells := set(logged.cells)) \
+                    and len(cells) == len(logged.lengths):
+                return self.results.stat().st_size  # a row a cell, every line a row's
             lines = [line for line in result_lines(self.results) if line.strip()]
             last: dict[str, int] = {}
             # The cells of the lines the report's cache knows are read from it:
             # parsing 100,000 rows would cost a sweep's end seconds.
-            for index, cell in enumerate(line_cells(self.out_dir, lines)):
+            ids = line_ids(self.out_dir, lines)
+            for index, (cell, _) in enumerate(ids):
                 if cell is not None:
                     last[cell] = index
-            keep = set(last.values())
-            kept = [line for index, line in enumerate(lines) if index in keep]
-            superseded = [line for index, line in enumerate(lines) if index not in keep]
+            keep = sorted(last.values())
+            kept = [lines[index] for index in keep]
+            kept_at = set(keep)
+            superseded = [line for index, line in enumerate(lines) if index not in kept_at]
             if superseded:
                 with (self.out_dir / SUPERSEDED).open("ab") as out:
                     out.write(b"".join(line + b"\n" for line in superseded))
@@ -128,10 +138,10 @@ class ResultsStore:
                 temporary = self.results.with_name(f".{RESULTS}.compact")
                 temporary.write_bytes(b"".join(line + b"\n" for line in kept))
                 os.replace(temporary, self.results)
-            if superseded or logged_lines(self.out_dir, self.results) is None:
+            if superseded or logged is None:
                 # The file as it is now, whatever its log said (a crash, an old out dir).
                 rewrite_log(self.out_dir, map(line_key, kept), map(len, kept),
-                            state_of(self.results.stat()))
+                            [ids[index] for index in keep], state_of(self.results.stat()))
             return self.results.stat().st_size
 
     def write_artifact(self, name: str, content: bytes | str) -> str:
@@ -166,6 +176,26 @@ def iter_rows(path: Path, sweep_id: str | None = None,
 def read_rows(path: Path, sweep_id: str | None = None) -> list[dict[str, Any]]:
     """Rows of a results file, optionally of one sweep (see :func:`iter_rows`)."""
     return list(iter_rows(path, sweep_id))
+
+
+def recorded_cells(out_dir: Path, sweep_id: str, offset: int = 0) -> Container[str]:
+    """:func:`recorded_cell_ids`, from the results file's line log when it
+    describes the file (its cell digests: the file is not read)."""
+    results = out_dir / RESULTS
+    logged = logged_lines(out_dir, results)
+    if logged is None:
+        return recorded_cell_ids(results, sweep_id, offset)
+    return _DigestedCells(logged.cells_of(sweep_id, offset))
+
+
+class _DigestedCells(Container[str]):
+    """Cells known by their digests (linelog.cell_digest)."""
+
+    def __init__(self, digests: set[bytes]) -> None:
+        self.digests = digests
+
+    def __contains__(self, cell_id: object) -> bool:
+        return isinstance(cell_id, str) and cell_digest(cell_id) in self.digests
 
 
 CELL_ID_IN_LINE = re.compile(rb'"cell_id": "([^"\\]+)"')

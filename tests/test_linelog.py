@@ -4,7 +4,6 @@ the file besides the harness's row writers, the report is the file's."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -16,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from pytest_wfbench import linelog, readback, rowcache
+from pytest_wfbench import store as store_module
 from pytest_wfbench.linelog import LOG, logged_lines, state_of
 from pytest_wfbench.outdir import build_report, latest_per_cell
 from pytest_wfbench.projection import project
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.rowcache import CACHE, CachedRows, CacheUse
-from pytest_wfbench.store import ResultsStore, iter_rows
+from pytest_wfbench.store import ResultsStore, iter_rows, recorded_cell_ids, recorded_cells
 from tests.rows import row
 
 pytestmark = pytest.mark.rows_by_hand
@@ -232,38 +232,6 @@ def test_the_log_is_never_written_through_a_planted_link(tmp_path: Path) -> None
     assert [r["cell_id"] for r in iter_rows(out / "results.jsonl")] == ["t-a-r1"]
 
 
-def test_a_report_that_read_the_file_whole_writes_its_log_again(tmp_path: Path) -> None:
-    out = written(tmp_path / "out")
-    edit(out, "appended to, not by a row writer")
-    first, second = CacheUse(), CacheUse()
-    assert build_report(out, use=first).rows() == as_the_file_says(out)
-    assert not first.logged and logged_lines(out, out / "results.jsonl") is not None
-    assert build_report(out, use=second).rows() == as_the_file_says(out)
-    assert second.logged and second.missed == 0
-    store_of(out).append(row("t8", "workflow", sweep_id=SWEEP))  # and the log goes on
-    third = CacheUse()
-    assert build_report(out, use=third).rows() == as_the_file_says(out) and third.logged
-
-
-@pytest.mark.parametrize("why", ["a writer holds the lock", "a blank line",
-                                 "no newline at its end"])
-def test_a_log_is_not_written_again_for_a_file_it_could_not_describe(
-        tmp_path: Path, why: str) -> None:
-    out = written(tmp_path / "out")
-    results = out / "results.jsonl"
-    (out / LOG).unlink()
-    if why == "a blank line":
-        with results.open("ab") as stream:
-            stream.write(b"\n")
-    elif why == "no newline at its end":
-        results.write_bytes(results.read_bytes()[:-1])
-    lock = linelog.results_lock(results)
-    with lock if why == "a writer holds the lock" else contextlib.nullcontext():
-        use = CacheUse()
-        assert build_report(out, use=use).rows() == as_the_file_says(out)
-    assert not use.logged and not (out / LOG).exists()
-
-
 def test_a_log_that_lost_entries_is_never_believed(tmp_path: Path) -> None:
     """Every entry of a batch records the file's state after it: a log cut at a
     batch's middle (a full disk) still ends in the file's state."""
@@ -283,7 +251,8 @@ def test_a_file_system_of_whole_second_times_is_always_read_whole(tmp_path: Path
     whole = (int(time.time()) - 5) * 1_000_000_000
     for seconds in (whole, whole + 1):  # as such a file system keeps them; then not
         os.utime(results, ns=(seconds, seconds))
-        linelog.rewrite_log(out, map(linelog.line_key, lines), map(len, lines),
+        ids = [(row["cell_id"], row["sweep_id"]) for row in map(json.loads, lines)]
+        linelog.rewrite_log(out, map(linelog.line_key, lines), map(len, lines), ids,
                             state_of(results.stat()))
         believed = logged_lines(out, results) is not None
         assert believed == (seconds % 1_000_000_000 != 0)
@@ -305,9 +274,66 @@ def test_a_log_that_cannot_be_written_costs_no_row(
     assert logged_lines(out, out / "results.jsonl") is None
 
 
-def test_compacting_results_whose_log_broke_writes_it_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["appended to, not by a row writer", "cut short", "replaced"])
+def test_compacting_results_whose_log_broke_writes_it_again(tmp_path: Path, how: str) -> None:
+    """As every sweep's end does: the next report, and the next row, take it up."""
     out = written(tmp_path / "out")
-    edit(out, "appended to, not by a row writer")
+    edit(out, how)
+    first = CacheUse()
+    assert build_report(out, use=first).rows() == as_the_file_says(out) and not first.logged
     store_of(out).compact()  # nothing superseded: the file stays, its log is written
     use = CacheUse()
     assert build_report(out, use=use).rows() == as_the_file_says(out) and use.logged
+    store_of(out).append(row("t8", "workflow", sweep_id=SWEEP))
+    assert logged_lines(out, out / "results.jsonl") is not None
+
+
+def test_compacting_results_of_a_row_a_cell_reads_only_their_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = written(tmp_path / "out")
+    before = (out / "results.jsonl").read_bytes()
+
+    def unread(*args: object) -> object:
+        raise AssertionError("the results file was read")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module, "result_lines", unread)
+        assert store_of(out).compact() == len(before)
+    store_of(out).append({"sweep_id": SWEEP, "note": "a row without a cell id"})
+    store_of(out).compact()
+    assert [r.get("note") for r in iter_rows(out / "superseded.jsonl")] == [
+        "a row without a cell id"]
+    store_of(out).append(dict(row("t0", "baseline", 1, sweep_id=SWEEP), resolved=True))
+    store_of(out).append(row("t0", "baseline", 2, sweep_id="another sweep"))  # the same cell id
+    cells = [r["cell_id"] for r in iter_rows(out / "results.jsonl")]
+    assert len(cells) == 15 and len(set(cells)) == 13
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module, "result_lines", unread)
+        with pytest.raises(AssertionError, match="was read"):
+            store_of(out).compact()
+    store_of(out).compact()  # cells twice: read, and their earlier rows superseded
+    kept = {r["cell_id"]: r for r in iter_rows(out / "results.jsonl")}
+    assert len(kept) == 13 and len(list(iter_rows(out / "superseded.jsonl"))) == 3
+    assert kept["t0-baseline-r1"]["resolved"] and kept["t0-baseline-r2"]["sweep_id"] != SWEEP
+    use = CacheUse()
+    assert build_report(out, use=use).rows() == as_the_file_says(out) and use.logged
+
+
+def test_the_cells_recorded_since_a_sweep_session_began_come_from_the_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = written(tmp_path / "out")
+    offset = (out / "results.jsonl").stat().st_size
+    store = store_of(out)
+    store.append(row("late", "baseline", sweep_id=SWEEP))
+    store.append(row("elsewhere", "baseline", sweep_id="another sweep"))
+    by_scan = recorded_cell_ids(out / "results.jsonl", SWEEP, offset)
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module, "recorded_cell_ids", lambda *a: pytest.fail("scanned"))
+        from_log = recorded_cells(out, SWEEP, offset)
+        every = recorded_cells(out, SWEEP)
+    assert by_scan == {"late-baseline-r1"}
+    assert "late-baseline-r1" in from_log and "elsewhere-baseline-r1" not in from_log
+    assert "t0-baseline-r1" not in from_log and "t0-baseline-r1" in every
+    assert all(cell in every for cell in recorded_cell_ids(out / "results.jsonl", SWEEP))
+    edit(out, "appended to, not by a row writer")  # no log to believe: the lines are scanned
+    assert recorded_cells(out, SWEEP, offset) == by_scan | {"t9-baseline-r1"}
