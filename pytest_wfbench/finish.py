@@ -29,7 +29,7 @@ from pytest_wfbench.report import (
     unusable_lines,
 )
 from pytest_wfbench.row import CellRecord
-from pytest_wfbench.store import COMPLETE, REPORT, recorded_cells
+from pytest_wfbench.store import COMPLETE, REPORT, cells_with_rows
 from pytest_wfbench.sweep import Sweep
 
 NOT_RUN = "not run: the sweep stopped before this cell"
@@ -53,7 +53,7 @@ def prepare_report() -> None:
 def record_unrun_cells(sweep: Sweep, selected: dict[str, str], failed: set[str]) -> None:
     """Cells selected but without a row of this session (the sweep stopped, or
     the worker running one died): never silent absence."""
-    recorded = recorded_cells(sweep.store.out_dir, sweep.sweep_id, sweep.results_offset)
+    recorded = cells_with_rows(sweep.store.out_dir, sweep.sweep_id, sweep.results_offset)
     planned = sweep.plan().planned
     stop = stop_of(sweep.identity.work_dir)
     completed = sweep.completed_sessions()

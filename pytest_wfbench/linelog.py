@@ -19,7 +19,7 @@ index do: an edit that keeps the file's size, its inode number and both of its
 times is not seen. Since the file system's clock ticks every few milliseconds,
 that is an edit of the same size (in place, or a new file that was given the
 freed inode number) within the same tick as the last row's write; a file
-system that keeps times in whole seconds is never trusted (:func:`coarse`).
+system that keeps times in whole seconds is never trusted (:func:`whole_second_times`).
 Only the harness writes the file (no arm's sandbox sees the out dir), under the
 lock, and always at its end; a compaction (every sweep's end) writes the log
 again when it rewrote the file or found the log broken. A log whose entries do
@@ -30,7 +30,7 @@ can write the one can write the other.
 
 Each entry also holds digests of its row's cell id and sweep id, so that a
 sweep's end learns which cells have a row, and whether any has two (what a
-compaction would supersede), from the log alone (:meth:`LoggedLines.cells_of`).
+compaction would supersede), from the log alone (:meth:`LoggedLines.recorded`).
 """
 
 from __future__ import annotations
@@ -40,29 +40,38 @@ import hashlib
 import os
 import struct
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
 
-from filelock import FileLock
+from pytest_wfbench.rowcache import line_key
 
 LOG = ".results.lines"
-ENTRY = struct.Struct("<32sIB3x16s8sQqqQQ")
-"""A line's entry: its key, its length (without the newline), flags, the
-digests of its row's cell id and sweep id (:func:`identity`), and the results
+_KEY, _LENGTH, _FLAGS, _PAD, _CELL, _SWEEP = "32s", "I", "B", "3x", "16s", "8s"
+_STATE = "QqqQQ"
+"""A file's size, modification and change times (ns), inode and device."""
+ENTRY = struct.Struct(f"<{_KEY}{_LENGTH}{_FLAGS}{_PAD}{_CELL}{_SWEEP}{_STATE}")
+"""A line's entry: its key (rowcache.line_key), its length (without the
+newline), flags, the digests of its row's cell id and sweep id, and the results
 file's state after the write that added it."""
+
+
+def _at(fields: str) -> int:
+    """Where the field after these ones starts in an entry."""
+    return struct.calcsize(f"<{fields}")
+
+
+FLAGS_AT = _at(_KEY + _LENGTH)
+CELL_AT = _at(_KEY + _LENGTH + _FLAGS + _PAD)
+SWEEP_AT = _at(_KEY + _LENGTH + _FLAGS + _PAD + _CELL)
+STATE_FIELD = 5
+"""The index of the state's first field in an unpacked entry."""
 BROKEN = 1
 """A flag: the file was not in the state the previous entry recorded when this
 line was written (the log no longer describes the file)."""
-_FLAGS = 36
-"""The offset of the flags in an entry."""
-_CELL = 40
-_SWEEP = 56
-_STATE = 5
-"""The index of the state's first field in an unpacked entry."""
 NO_CELL = bytes(16)
 """The cell digest of a line whose row has no cell id (or that is no row)."""
 
@@ -73,27 +82,32 @@ FileState = tuple[int, int, int, int, int]
 """A file's size, modification and change times (ns), inode and device."""
 
 
-def line_key(line: bytes) -> bytes:
-    """The key of a row's line: the digest of its bytes."""
-    return hashlib.sha256(line).digest()
-
-
 def cell_digest(cell_id: object) -> bytes:
-    """What an entry holds of its row's cell id (NO_CELL when it has none)."""
+    """What an entry holds of its row's cell id: NO_CELL unless it is a string
+    (a row without one, or with another value, is superseded by a compaction)."""
     if not isinstance(cell_id, str):
         return NO_CELL
     return hashlib.blake2b(cell_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def sweep_digest(sweep_id: object) -> bytes:
+    """What an entry holds of its row's sweep id."""
     if not isinstance(sweep_id, str):
         return bytes(8)
     return hashlib.blake2b(sweep_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 def state_of(status: os.stat_result) -> FileState:
+    """What an entry holds of the results file's state."""
     return (status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino,
             status.st_dev)
+
+
+def whole_second_times(state: FileState) -> bool:
+    """Whether the file system keeps the file's times in whole seconds (ext3,
+    ext4 with small inodes, FAT...): an edit of the same size a second after the
+    last row's write would keep its state. Such a file is always read whole."""
+    return state[1] % 1_000_000_000 == 0 or state[2] % 1_000_000_000 == 0
 
 
 _UNWRITABLE = (OSError, ValueError, OverflowError, struct.error)
@@ -140,7 +154,7 @@ def _continues(fd: int, size: int, before: FileState) -> bool:
     if size % ENTRY.size:
         return False
     last = ENTRY.unpack(os.pread(fd, ENTRY.size, size - ENTRY.size))
-    return not last[2] & BROKEN and last[_STATE:] == before
+    return not last[2] & BROKEN and last[STATE_FIELD:] == before
 
 
 def rewrite_log(out_dir: Path, keys: Iterable[bytes], lengths: Iterable[int],
@@ -165,69 +179,56 @@ def rewrite_log(out_dir: Path, keys: Iterable[bytes], lengths: Iterable[int],
             temporary.unlink()
 
 
-def results_lock(results: Path) -> FileLock:
-    """The lock every writer of the results file holds (one per out dir)."""
-    return FileLock(str(results.with_name(f".{results.name}.lock")))
-
-
-def result_lines(path: Path, offset: int = 0) -> Iterator[bytes]:
-    """A results file's lines from ``offset``, read in chunks. Lines end at
-    "\n" only: str.splitlines() also splits at U+2028 and other separators an
-    arm's text could carry, and would lose the row."""
-    if not path.exists():
-        return
-    with path.open("rb") as stream:
-        stream.seek(offset)
-        pending = b""
-        while chunk := stream.read(1 << 20):
-            lines = chunk.split(b"\n")
-            lines[0] = pending + lines[0]  # not pending + chunk: a copy of every chunk
-            pending = lines.pop()
-            yield from lines
-        if pending:
-            yield pending
-
-
-def coarse(state: FileState) -> bool:
-    """Whether the file system keeps the file's times in whole seconds (ext3,
-    ext4 with small inodes, FAT...): an edit of the same size a second after the
-    last row's write would keep its state. Such a file is always read whole."""
-    return state[1] % 1_000_000_000 == 0 or state[2] % 1_000_000_000 == 0
-
-
 @dataclass
 class LoggedLines:
     """The results file's lines as its log has them, in the file's order."""
 
-    data: bytes
-    """The log's entries."""
+    entries: bytes
     lengths: list[int]
 
     @cached_property
     def keys(self) -> list[bytes]:
+        """Each line's key (rowcache.line_key)."""
         return self._field(0, 32)
 
     @cached_property
     def cells(self) -> list[bytes]:
         """Each line's cell digest (:func:`cell_digest`)."""
-        return self._field(_CELL, 16)
+        return self._field(CELL_AT, 16)
 
-    def _field(self, offset: int, size: int) -> list[bytes]:
-        data = self.data
-        return [data[start:start + size]
-                for start in range(offset, len(data), ENTRY.size)]
+    def _field(self, start: int, size: int) -> list[bytes]:
+        entries = self.entries
+        return [entries[at:at + size] for at in range(start, len(entries), ENTRY.size)]
 
     def offsets(self) -> list[int]:
-        """Where each line starts in the file."""
+        """Where each line starts in the file (and, last, the file's size)."""
         return [0, *accumulate(length + 1 for length in self.lengths)]
 
-    def cells_of(self, sweep_id: str, offset: int = 0) -> set[bytes]:
-        """The cell digests of the sweep's rows from byte ``offset`` on."""
+    def one_row_a_cell(self) -> bool:
+        """Whether every line is a row with a cell id, each of another cell: a
+        compaction would supersede nothing."""
+        cells = set(self.cells)
+        return NO_CELL not in cells and len(cells) == len(self.lengths)
+
+    def recorded(self, sweep_id: str, offset: int = 0) -> CellDigests:
+        """The cells with a row of the sweep from byte ``offset`` on (a line's
+        start, as a compaction returns it: results_offset)."""
         first = bisect_left(self.offsets(), offset)
-        sweep, cells, sweeps = sweep_digest(sweep_id), self.cells[first:], self._field(_SWEEP, 8)
-        if set(sweeps[first:]) == {sweep}:  # the rows of one sweep, as an out dir holds
-            return set(cells)
-        return {cell for cell, of in zip(cells, sweeps[first:], strict=True) if of == sweep}
+        sweep, cells, sweeps = sweep_digest(sweep_id), self.cells[first:], self._field(SWEEP_AT, 8)
+        if set(sweeps[first:]) <= {sweep}:  # the rows of one sweep, as an out dir holds
+            return CellDigests(set(cells))
+        return CellDigests({cell for cell, of in zip(cells, sweeps[first:], strict=True)
+                            if of == sweep})
+
+
+class CellDigests(Container[str]):
+    """Cells known by their digests (:func:`cell_digest`)."""
+
+    def __init__(self, digests: set[bytes]) -> None:
+        self.digests = digests
+
+    def __contains__(self, cell_id: object) -> bool:
+        return isinstance(cell_id, str) and cell_digest(cell_id) in self.digests
 
 
 def logged_lines(out_dir: Path, results: Path) -> LoggedLines | None:
@@ -236,17 +237,17 @@ def logged_lines(out_dir: Path, results: Path) -> LoggedLines | None:
     try:
         fd = os.open(out_dir / LOG, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with open(fd, "rb") as log:
-            data = log.read()
+            entries = log.read()
         now = state_of(os.stat(results))
     except OSError:
         return None
-    if not data or len(data) % ENTRY.size or coarse(now):
+    if not entries or len(entries) % ENTRY.size or whole_second_times(now):
         return None
-    if ENTRY.unpack_from(data, len(data) - ENTRY.size)[_STATE:] != now:
+    if ENTRY.unpack_from(entries, len(entries) - ENTRY.size)[STATE_FIELD:] != now:
         return None
-    if data[_FLAGS::ENTRY.size].strip(b"\0"):  # an entry that broke the log
+    if entries[FLAGS_AT::ENTRY.size].strip(b"\0"):  # an entry that broke the log
         return None
-    lengths = list(map(itemgetter(1), ENTRY.iter_unpack(data)))
+    lengths = list(map(itemgetter(1), ENTRY.iter_unpack(entries)))
     if sum(lengths) + len(lengths) != now[0]:  # lines and their newlines, nothing else
         return None
-    return LoggedLines(data, lengths)
+    return LoggedLines(entries, lengths)

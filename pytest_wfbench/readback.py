@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from pytest_wfbench.linelog import line_key, logged_lines, result_lines
-from pytest_wfbench.rowcache import CacheUse, latest_table, table_of_keys
+from pytest_wfbench.linelog import logged_lines
+from pytest_wfbench.rowcache import CacheUse, latest_table, line_key, table_of_keys
+from pytest_wfbench.store import result_lines
 from pytest_wfbench.table import Table
 
 

@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_wfbench import __version__
-from pytest_wfbench.linelog import line_key as line_key
 from pytest_wfbench.table import Frame, FrameError, Table, encode
 from pytest_wfbench.table.frame import Record, encode_records, record_of
 
@@ -67,6 +66,11 @@ REWRITE_BATCH = 4096
 """Rows a frame written by a report holds."""
 
 Row = dict[str, Any]
+
+
+def line_key(line: bytes) -> bytes:
+    """The key of a row's line: the digest of its bytes."""
+    return hashlib.sha256(line).digest()
 
 
 def _frame(frame: Frame) -> bytes:
@@ -261,7 +265,7 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
                 yield sha256(line).digest()
 
     def fetch(index: int) -> bytes:
-        return current[0]
+        return current[0]  # a miss is fetched as soon as its key is yielded
 
     return table_of_keys(out_dir, keys(), fetch, sweep_id, use)
 
@@ -329,22 +333,21 @@ def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], b
     return table
 
 
-def line_ids(out_dir: Path, lines: Iterable[bytes]) -> list[tuple[str | None, object]]:
-    """Each line's cell id and sweep id, through the cache (None for a line that
-    is not a row, or a row without one)."""
+def line_ids(out_dir: Path, lines: Iterable[bytes]) -> list[tuple[object, object]]:
+    """Each line's cell id and sweep id, as its row has them, through the cache
+    (None for a line that is not a row, or a row without one)."""
     table = Table()
     cells, sweeps = table.objects["cell_id"], table.objects["sweep_id"]
     found, sha256 = _read_cache(out_dir, table).index.get, hashlib.sha256
-    out: list[tuple[str | None, object]] = []
+    out: list[tuple[object, object]] = []
     for line in lines:
         position = found(sha256(line).digest())
         if position is not None:
-            cell, sweep = cells[position], sweeps[position]
+            out.append((cells[position], sweeps[position]))
         else:
             row = _parsed(line)
-            cell, sweep = (None, None) if row is None else (row.get("cell_id"),
-                                                            row.get("sweep_id"))
-        out.append((None if cell is None else str(cell), sweep))
+            out.append((None, None) if row is None else (row.get("cell_id"),
+                                                         row.get("sweep_id")))
     return out
 
 

@@ -10,19 +10,11 @@ from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_wfbench.linelog import (
-    NO_CELL,
-    cell_digest,
-    line_key,
-    log_lines,
-    logged_lines,
-    results_lock,
-    rewrite_log,
-    state_of,
-)
-from pytest_wfbench.linelog import result_lines as result_lines
+from filelock import FileLock
+
+from pytest_wfbench.linelog import log_lines, logged_lines, rewrite_log, state_of
 from pytest_wfbench.redact import Redactor
-from pytest_wfbench.rowcache import CachedRows, line_ids
+from pytest_wfbench.rowcache import CachedRows, line_ids, line_key
 
 RESULTS = "results.jsonl"
 SUPERSEDED = "superseded.jsonl"
@@ -70,7 +62,7 @@ class ResultsStore:
         self.out_dir = out_dir
         self.redactor = redactor
         self.results = out_dir / RESULTS
-        self._lock = results_lock(self.results)
+        self._lock = FileLock(str(out_dir / f".{RESULTS}.lock"))
         self._cached = CachedRows(out_dir)
 
     def prepare(self) -> None:
@@ -102,22 +94,24 @@ class ResultsStore:
                 after = state_of(os.fstat(fd))
             finally:
                 os.close(fd)
+            # What lets a sweep's end and its report skip reading the file: linelog.py.
             log_lines(self.out_dir, lines, [(row.get("cell_id"), row.get("sweep_id"))
-                                            for row in redacted], before, after)  # linelog.py
+                                            for row in redacted], before, after)
             self._cached.add(lines)  # the report's cache: see rowcache.py
 
     def compact(self) -> int:
         """Keep only the last row of each cell in results.jsonl; earlier rows (a
         cell run again), torn lines and rows without a cell id go to
-        superseded.jsonl. Returns the
-        results file's size after: rows past it are new."""
+        superseded.jsonl, and blank lines go. Returns the results file's size
+        after: rows past it are new. When the file's line log says that every
+        line is another cell's row, the file is not read."""
         with self._lock:
             if not self.results.exists():
                 return 0
             logged = logged_lines(self.out_dir, self.results)
-            if logged is not None and NO_CELL not in (cells := set(logged.cells)) \
-                    and len(cells) == len(logged.lengths):
-                return self.results.stat().st_size  # a row a cell, every line a row's
+            if logged is not None and logged.one_row_a_cell():
+                return self.results.stat().st_size
+            size = self.results.stat().st_size
             lines = [line for line in result_lines(self.results) if line.strip()]
             last: dict[str, int] = {}
             # The cells of the lines the report's cache knows are read from it:
@@ -125,7 +119,7 @@ class ResultsStore:
             ids = line_ids(self.out_dir, lines)
             for index, (cell, _) in enumerate(ids):
                 if cell is not None:
-                    last[cell] = index
+                    last[str(cell)] = index
             keep = sorted(last.values())
             kept = [lines[index] for index in keep]
             kept_at = set(keep)
@@ -135,13 +129,16 @@ class ResultsStore:
                     out.write(b"".join(line + b"\n" for line in superseded))
                     out.flush()
                     os.fsync(out.fileno())
+            if superseded or sum(len(line) + 1 for line in kept) != size:  # or blank lines
                 temporary = self.results.with_name(f".{RESULTS}.compact")
-                temporary.write_bytes(b"".join(line + b"\n" for line in kept))
+                with temporary.open("wb") as out:
+                    out.write(b"".join(line + b"\n" for line in kept))
+                    out.flush()
+                    os.fsync(out.fileno())
                 os.replace(temporary, self.results)
-            if superseded or logged is None:
-                # The file as it is now, whatever its log said (a crash, an old out dir).
-                rewrite_log(self.out_dir, map(line_key, kept), map(len, kept),
-                            [ids[index] for index in keep], state_of(self.results.stat()))
+            # The file as it is now, whatever its log said (a crash, an old out dir).
+            rewrite_log(self.out_dir, map(line_key, kept), map(len, kept),
+                        [ids[index] for index in keep], state_of(self.results.stat()))
             return self.results.stat().st_size
 
     def write_artifact(self, name: str, content: bytes | str) -> str:
@@ -158,6 +155,24 @@ class ResultsStore:
         path = self.out_dir / name
         path.write_text(self.redactor.clean(text), encoding="utf-8")
         return path
+
+
+def result_lines(path: Path, offset: int = 0) -> Iterator[bytes]:
+    """A results file's lines from ``offset``, read in chunks. Lines end at
+    "\n" only: str.splitlines() also splits at U+2028 and other separators an
+    arm's text could carry, and would lose the row."""
+    if not path.exists():
+        return
+    with path.open("rb") as stream:
+        stream.seek(offset)
+        pending = b""
+        while chunk := stream.read(1 << 20):
+            lines = chunk.split(b"\n")
+            lines[0] = pending + lines[0]  # not pending + chunk: a copy of every chunk
+            pending = lines.pop()
+            yield from lines
+        if pending:
+            yield pending
 
 
 def iter_rows(path: Path, sweep_id: str | None = None,
@@ -178,24 +193,15 @@ def read_rows(path: Path, sweep_id: str | None = None) -> list[dict[str, Any]]:
     return list(iter_rows(path, sweep_id))
 
 
-def recorded_cells(out_dir: Path, sweep_id: str, offset: int = 0) -> Container[str]:
-    """:func:`recorded_cell_ids`, from the results file's line log when it
-    describes the file (its cell digests: the file is not read)."""
+def cells_with_rows(out_dir: Path, sweep_id: str, offset: int = 0) -> Container[str]:
+    """The cells with a row of this sweep from ``offset`` on: from the results
+    file's line log when it describes the file (the file is not read), else
+    :func:`recorded_cell_ids`."""
     results = out_dir / RESULTS
     logged = logged_lines(out_dir, results)
     if logged is None:
         return recorded_cell_ids(results, sweep_id, offset)
-    return _DigestedCells(logged.cells_of(sweep_id, offset))
-
-
-class _DigestedCells(Container[str]):
-    """Cells known by their digests (linelog.cell_digest)."""
-
-    def __init__(self, digests: set[bytes]) -> None:
-        self.digests = digests
-
-    def __contains__(self, cell_id: object) -> bool:
-        return isinstance(cell_id, str) and cell_digest(cell_id) in self.digests
+    return logged.recorded(sweep_id, offset)
 
 
 CELL_ID_IN_LINE = re.compile(rb'"cell_id": "([^"\\]+)"')

@@ -21,7 +21,7 @@ from pytest_wfbench.outdir import build_report, latest_per_cell
 from pytest_wfbench.projection import project
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.rowcache import CACHE, CachedRows, CacheUse
-from pytest_wfbench.store import ResultsStore, iter_rows, recorded_cell_ids, recorded_cells
+from pytest_wfbench.store import ResultsStore, cells_with_rows, iter_rows, recorded_cell_ids
 from tests.rows import row
 
 pytestmark = pytest.mark.rows_by_hand
@@ -252,7 +252,7 @@ def test_a_file_system_of_whole_second_times_is_always_read_whole(tmp_path: Path
     for seconds in (whole, whole + 1):  # as such a file system keeps them; then not
         os.utime(results, ns=(seconds, seconds))
         ids = [(row["cell_id"], row["sweep_id"]) for row in map(json.loads, lines)]
-        linelog.rewrite_log(out, map(linelog.line_key, lines), map(len, lines), ids,
+        linelog.rewrite_log(out, map(rowcache.line_key, lines), map(len, lines), ids,
                             state_of(results.stat()))
         believed = logged_lines(out, results) is not None
         assert believed == (seconds % 1_000_000_000 != 0)
@@ -329,11 +329,50 @@ def test_the_cells_recorded_since_a_sweep_session_began_come_from_the_log(
     by_scan = recorded_cell_ids(out / "results.jsonl", SWEEP, offset)
     with monkeypatch.context() as patched:
         patched.setattr(store_module, "recorded_cell_ids", lambda *a: pytest.fail("scanned"))
-        from_log = recorded_cells(out, SWEEP, offset)
-        every = recorded_cells(out, SWEEP)
+        from_log = cells_with_rows(out, SWEEP, offset)
+        every = cells_with_rows(out, SWEEP)
     assert by_scan == {"late-baseline-r1"}
     assert "late-baseline-r1" in from_log and "elsewhere-baseline-r1" not in from_log
     assert "t0-baseline-r1" not in from_log and "t0-baseline-r1" in every
     assert all(cell in every for cell in recorded_cell_ids(out / "results.jsonl", SWEEP))
     edit(out, "appended to, not by a row writer")  # no log to believe: the lines are scanned
-    assert recorded_cells(out, SWEEP, offset) == by_scan | {"t9-baseline-r1"}
+    assert cells_with_rows(out, SWEEP, offset) == by_scan | {"t9-baseline-r1"}
+
+
+def test_the_cells_recorded_since_a_resumed_session_began_are_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows of one sweep, as every out dir holds: a session that resumed it
+    has only the rows written since it began."""
+    out = written(tmp_path / "out")
+    offset = store_of(out).compact()  # as a resumed session's start
+    store_of(out).append_many([row("late", "baseline", sweep_id=SWEEP),
+                               row("later", "workflow", sweep_id=SWEEP)])
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module, "recorded_cell_ids", lambda *a: pytest.fail("scanned"))
+        since = cells_with_rows(out, SWEEP, offset)
+    earlier = {r["cell_id"] for r in iter_rows(out / "results.jsonl")} - {
+        "late-baseline-r1", "later-workflow-r1"}
+    assert "late-baseline-r1" in since and "later-workflow-r1" in since
+    assert len(earlier) == 13 and not any(cell in since for cell in earlier)
+    assert recorded_cell_ids(out / "results.jsonl", SWEEP, offset) == {
+        "late-baseline-r1", "later-workflow-r1"}
+
+
+@pytest.mark.parametrize("how", ["a blank line", "no newline at its end"])
+def test_a_compaction_leaves_a_file_of_rows_and_their_log(tmp_path: Path, how: str) -> None:
+    out = written(tmp_path / "out")
+    results = out / "results.jsonl"
+    before = as_the_file_says(out)
+    if how == "a blank line":
+        with results.open("ab") as stream:
+            stream.write(b"\n")
+    else:
+        results.write_bytes(results.read_bytes()[:-1])
+    size = store_of(out).compact()
+    assert results.read_bytes().endswith(b"}\n") and b"\n\n" not in results.read_bytes()
+    assert size == results.stat().st_size and as_the_file_says(out) == before
+    assert logged_lines(out, results) is not None
+    assert not (out / "superseded.jsonl").exists()
+    store_of(out).append(row("t8", "workflow", sweep_id=SWEEP))
+    use = CacheUse()
+    assert build_report(out, use=use).rows() == as_the_file_says(out) and use.logged
