@@ -64,6 +64,8 @@ def _at(fields: str) -> int:
     return struct.calcsize(f"<{fields}")
 
 
+_LENGTH_ONLY = struct.Struct(f"<{_at(_KEY)}x{_LENGTH}{ENTRY.size - _at(_KEY + _LENGTH)}x")
+"""An entry read for its length alone."""
 FLAGS_AT = _at(_KEY + _LENGTH)
 CELL_AT = _at(_KEY + _LENGTH + _FLAGS + _PAD)
 SWEEP_AT = _at(_KEY + _LENGTH + _FLAGS + _PAD + _CELL)
@@ -185,6 +187,8 @@ class LoggedLines:
 
     entries: bytes
     lengths: list[int]
+    state: FileState
+    """The results file's, as the last entry records it."""
 
     @cached_property
     def keys(self) -> list[bytes]:
@@ -200,6 +204,7 @@ class LoggedLines:
         entries = self.entries
         return [entries[at:at + size] for at in range(start, len(entries), ENTRY.size)]
 
+    @cached_property
     def offsets(self) -> list[int]:
         """Where each line starts in the file (and, last, the file's size)."""
         return [0, *accumulate(length + 1 for length in self.lengths)]
@@ -213,7 +218,7 @@ class LoggedLines:
     def recorded(self, sweep_id: str, offset: int = 0) -> CellDigests:
         """The cells with a row of the sweep from byte ``offset`` on (a line's
         start, as a compaction returns it: results_offset)."""
-        first = bisect_left(self.offsets(), offset)
+        first = bisect_left(self.offsets, offset)
         sweep, cells, sweeps = sweep_digest(sweep_id), self.cells[first:], self._field(SWEEP_AT, 8)
         if set(sweeps[first:]) <= {sweep}:  # the rows of one sweep, as an out dir holds
             return CellDigests(set(cells))
@@ -231,6 +236,11 @@ class CellDigests(Container[str]):
         return isinstance(cell_id, str) and cell_digest(cell_id) in self.digests
 
 
+_last: list[LoggedLines] = []
+"""The log last read: a sweep's end reads it three times (the cells without a
+row, the compaction, the report), and its lines need not be taken apart again."""
+
+
 def logged_lines(out_dir: Path, results: Path) -> LoggedLines | None:
     """The lines of ``results`` from the out dir's log, or None when the log is
     missing, broken, damaged, or does not describe the file as it is now."""
@@ -241,13 +251,16 @@ def logged_lines(out_dir: Path, results: Path) -> LoggedLines | None:
         now = state_of(os.stat(results))
     except OSError:
         return None
+    if _last and _last[0].entries == entries:  # the same bytes: the same checks hold
+        return _last[0] if _last[0].state == now else None
     if not entries or len(entries) % ENTRY.size or whole_second_times(now):
         return None
     if ENTRY.unpack_from(entries, len(entries) - ENTRY.size)[STATE_FIELD:] != now:
         return None
     if entries[FLAGS_AT::ENTRY.size].strip(b"\0"):  # an entry that broke the log
         return None
-    lengths = list(map(itemgetter(1), ENTRY.iter_unpack(entries)))
+    lengths = list(map(itemgetter(0), _LENGTH_ONLY.iter_unpack(entries)))
     if sum(lengths) + len(lengths) != now[0]:  # lines and their newlines, nothing else
         return None
-    return LoggedLines(entries, lengths)
+    _last[:] = [LoggedLines(entries, lengths, now)]
+    return _last[0]

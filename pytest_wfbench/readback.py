@@ -25,7 +25,7 @@ def results_table(out_dir: Path, results: Path, sweep_id: str | None,
     logged = logged_lines(out_dir, results)
     if logged is not None:
         with contextlib.suppress(_Changed, OSError), results.open("rb") as stream:
-            offsets = logged.offsets()
+            offsets = logged.offsets
 
             def fetch(index: int) -> bytes:
                 stream.seek(offsets[index])

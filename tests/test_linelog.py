@@ -76,7 +76,7 @@ def test_the_row_writers_log_every_line_and_a_report_takes_their_keys(tmp_path: 
     assert logged is not None
     assert logged.keys == [hashlib.sha256(line).digest() for line in lines]
     assert logged.lengths == [len(line) for line in lines]
-    assert logged.offsets()[:-1] == [results.index(line) for line in lines]
+    assert logged.offsets[:-1] == [results.index(line) for line in lines]
     use = CacheUse()
     report = build_report(out, use=use)
     assert use.logged and use.lines == len(lines) == 13
@@ -376,3 +376,15 @@ def test_a_compaction_leaves_a_file_of_rows_and_their_log(tmp_path: Path, how: s
     store_of(out).append(row("t8", "workflow", sweep_id=SWEEP))
     use = CacheUse()
     assert build_report(out, use=use).rows() == as_the_file_says(out) and use.logged
+
+
+def test_a_log_read_again_unchanged_is_not_taken_apart_again(tmp_path: Path) -> None:
+    out = written(tmp_path / "out")
+    results = out / "results.jsonl"
+    first = logged_lines(out, results)
+    assert first is not None and logged_lines(out, results) is first
+    store_of(out).append(row("t8", "workflow", sweep_id=SWEEP))
+    again = logged_lines(out, results)
+    assert again is not None and again is not first and len(again.keys) == 14
+    edit(out, "in place, the same size")  # the log's bytes as they were, the file not
+    assert logged_lines(out, results) is None
