@@ -388,3 +388,16 @@ def test_a_log_read_again_unchanged_is_not_taken_apart_again(tmp_path: Path) -> 
     assert again is not None and again is not first and len(again.keys) == 14
     edit(out, "in place, the same size")  # the log's bytes as they were, the file not
     assert logged_lines(out, results) is None
+
+
+def test_a_log_planted_as_a_link_is_never_read(tmp_path: Path) -> None:
+    """Even a link to a log that would check (a copy of this very log)."""
+    out = written(tmp_path / "out")
+    elsewhere = tmp_path / "elsewhere.lines"
+    shutil.copyfile(out / LOG, elsewhere)
+    (out / LOG).unlink()
+    (out / LOG).symlink_to(elsewhere)
+    linelog._last.clear()  # not the log as last read, before the link
+    assert logged_lines(out, out / "results.jsonl") is None
+    use = CacheUse()
+    assert build_report(out, use=use).rows() == as_the_file_says(out) and not use.logged
