@@ -29,7 +29,14 @@ from pytest_wfbench.decisions import (
 from pytest_wfbench.heap import collector_paused
 from pytest_wfbench.lanes.report import render_lanes
 from pytest_wfbench.readback import results_table
-from pytest_wfbench.render.html import HtmlReport, html_available, write_html_report
+from pytest_wfbench.render.html import (
+    HtmlReport,
+    html_available,
+    large,
+    overview_of,
+    write_html_report,
+)
+from pytest_wfbench.render.html.page import DISTRIBUTIONS
 from pytest_wfbench.render.sections import overhead_section_of, trust_sections_of
 from pytest_wfbench.report import render_markdown
 from pytest_wfbench.review.quality import review_quality_section
@@ -300,12 +307,21 @@ def write_report(store: ResultsStore, *,
     report = build_report(store.out_dir, baseline_arm=baseline_arm)
     for name, text in report.files.items():
         store.write_text(name, text)
-    # The page shows every cell whole (stages, steps, transcripts): its rows are
-    # read again, in full, only when it is written at all.
-    rows = (latest_per_cell(iter_rows(store.results, report.record.get("sweep_id")))
-            if html_available() else [])
+    if not html_available():
+        return report, write_html_report(store, report.summary, [], report.provenance)
+    overview = None
+    if large(len(report.table.positions)):
+        # Every cell in the grid and plots, from the table; the listed cells
+        # whole (the table keeps them): no row is read again.
+        overview = overview_of(report.table, [name for name, _ in DISTRIBUTIONS])
+        rows = overview.detailed
+    else:
+        # The page shows every cell whole (stages, steps, transcripts): its rows
+        # are read again, in full.
+        rows = latest_per_cell(iter_rows(store.results, report.record.get("sweep_id")))
     html = write_html_report(store, report.summary, rows, report.provenance,
-                             sections=report.sections, promotions=report.promotions)
+                             sections=report.sections, promotions=report.promotions,
+                             overview=overview, markdown=report.files[REPORT])
     return report, html
 
 

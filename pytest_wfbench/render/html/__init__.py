@@ -28,15 +28,20 @@ from pytest_wfbench.render.html.glue import (
     read_artifacts,
     write_html_report,
 )
+from pytest_wfbench.render.html.overview import DETAIL_CELLS, Overview, large, overview_of
 from pytest_wfbench.render.markdown import render_markdown
 
 __all__ = [
+    "DETAIL_CELLS",
     "HTML_HINT",
     "HTML_REPORT",
     "HtmlReport",
+    "Overview",
     "ReadArtifact",
     "html_available",
+    "large",
     "no_artifacts",
+    "overview_of",
     "prepare_html",
     "read_artifacts",
     "render_html",
@@ -52,17 +57,23 @@ def no_artifacts(name: str) -> None:
 def render_html(summary: Summary, rows: Sequence[Mapping[str, Any]],
                 provenance: Mapping[str, Any], *,
                 promotions: Sequence[Mapping[str, Any]] = (), sections: Sequence[str] = (),
-                read_artifact: ReadArtifact = no_artifacts) -> str:
+                read_artifact: ReadArtifact = no_artifacts,
+                overview: Overview | None = None, markdown: str | None = None) -> str:
     """The whole page. ``rows`` are every row of the sweep (agent and tool-cost
     lanes); ``summary`` is :func:`~pytest_wfbench.aggregate.summarize` of its
     agent rows; ``promotions`` and ``sections`` are what report.md is given, so
-    the page's tables state the same facts. Raises ImportError without Jinja2."""
+    the page's tables state the same facts. A large sweep's page is given its
+    ``overview`` (:func:`overview_of` its table) and, as ``rows``, the rows to
+    show whole (the overview's ``detailed``). ``markdown`` is report.md when the
+    caller has it (else rendered here, from the same inputs). Raises ImportError
+    without Jinja2."""
     from pytest_wfbench.render.html.page import build_page
     from pytest_wfbench.render.html.tables import markdown_html, section_titles
     from pytest_wfbench.render.html.template import render_page
 
-    markdown = render_markdown(summary, dict(provenance), sections, promotions)
-    page = build_page(summary, [dict(r) for r in rows], provenance, read_artifact)
+    if markdown is None:
+        markdown = render_markdown(summary, dict(provenance), sections, promotions)
+    page = build_page(summary, [dict(r) for r in rows], provenance, read_artifact, overview)
     return render_page(page, markdown_html(markdown),
                        [(anchor, title.replace("`", "")) for anchor, title
                         in section_titles(markdown)])

@@ -14,7 +14,7 @@ Every function takes plain figures and returns one ``<svg>`` element as text.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -130,8 +130,10 @@ class Dot:
 
 
 def strip_chart(groups: Sequence[tuple[str, Sequence[Dot]]], x_label: str,
-                colour: dict[str, str], x_format: Callable[[float], str] = tick_label) -> str:
-    """One row per arm: a dot per counted run, a bar at the median."""
+                colour: dict[str, str], x_format: Callable[[float], str] = tick_label,
+                medians: Mapping[str, float] | None = None) -> str:
+    """One row per arm: a dot per counted run, a bar at the median (of the dots,
+    or the arm's in ``medians``: of all its runs, where only some are drawn)."""
     row_h, left, right, top = 34, 120, 24, 10
     width = 640
     height = top + row_h * len(groups) + 40
@@ -158,9 +160,13 @@ def strip_chart(groups: Sequence[tuple[str, Sequence[Dot]]], x_label: str,
         parts.append(f'<text x="{left - 8}" y="{_n(centre + 4)}" text-anchor="end">'
                      f'{_e(arm)}</text>')
         values = sorted(d.value for d in dots)
-        if values:
+        median: float | None = None
+        if medians is not None:
+            median = medians.get(arm)
+        elif values:
             mid = len(values) // 2
             median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+        if median is not None:
             x = x_at(median)
             parts.append(f'<line x1="{_n(x)}" x2="{_n(x)}" y1="{_n(centre - 12)}" '
                          f'y2="{_n(centre + 12)}" stroke="{c}" stroke-width="3">'

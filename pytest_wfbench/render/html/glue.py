@@ -13,6 +13,7 @@ from typing import Any
 
 from pytest_wfbench.aggregate import Summary
 from pytest_wfbench.render.html.cell import ReadArtifact
+from pytest_wfbench.render.html.overview import Overview
 from pytest_wfbench.store import ARTIFACTS, ResultsStore
 
 HTML_REPORT = "report.html"
@@ -76,7 +77,9 @@ class HtmlReport:
 
 def write_html_report(store: ResultsStore, summary: Summary, rows: Sequence[Mapping[str, Any]],
                       provenance: Mapping[str, Any], *, sections: Sequence[str] = (),
-                      promotions: Sequence[Mapping[str, Any]] = ()) -> HtmlReport:
+                      promotions: Sequence[Mapping[str, Any]] = (),
+                      overview: Overview | None = None,
+                      markdown: str | None = None) -> HtmlReport:
     """report.html in the store's out dir, when Jinja2 is installed. A failure
     to render is reported, not raised: report.md and the rows are written
     already, and the sweep's outcome does not hang on its page."""
@@ -86,7 +89,8 @@ def write_html_report(store: ResultsStore, summary: Summary, rows: Sequence[Mapp
 
     try:
         page = render_html(summary, rows, provenance, promotions=promotions, sections=sections,
-                           read_artifact=read_artifacts(store.out_dir))
+                           read_artifact=read_artifacts(store.out_dir), overview=overview,
+                           markdown=markdown)
         path = store.write_text(HTML_REPORT, page)
     except Exception as error:  # a bug here must not cost the sweep its other outputs
         return HtmlReport(None, f"wfbench: report.html was not written (a bug in "

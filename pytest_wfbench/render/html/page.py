@@ -4,6 +4,7 @@ artifact reader it is given, no clock, stable order."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,14 @@ from typing import Any
 from pytest_wfbench.aggregate import ArmSummary, Row, Summary, metric, row_order
 from pytest_wfbench.lanes.medians import by_transport, step_medians, total_medians
 from pytest_wfbench.render.format import fmt, fmt_cost, fmt_rate_interval
-from pytest_wfbench.render.html.cell import OUTCOMES, CellView, ReadArtifact, cell_view, outcome
+from pytest_wfbench.render.html.cell import (
+    OUTCOME_LABELS,
+    OUTCOMES,
+    CellView,
+    ReadArtifact,
+    cell_view,
+    outcome,
+)
 from pytest_wfbench.render.html.charts import (
     ArmPoint,
     Dot,
@@ -20,6 +28,7 @@ from pytest_wfbench.render.html.charts import (
     resolve_chart,
     strip_chart,
 )
+from pytest_wfbench.render.html.overview import Overview, median, spaced
 
 SPEND = (("cost_usd", "median cost (USD)"), ("tokens", "median tokens"),
          ("estimated_tokens", "median est. tokens"), ("session_duration_s", "median session s"))
@@ -41,8 +50,10 @@ class ArmView:
 
 @dataclass(frozen=True)
 class Square:
-    cell_id: str
-    run: int
+    href: str
+    """The cell's anchor on the page (empty: no cell of the square is shown)."""
+    label: str
+    """The run's number; in a large sweep's grid, how many runs the square counts."""
     outcome: str
     title: str
 
@@ -77,6 +88,12 @@ class Page:
     grids: list[Grid]
     lanes: list[Chart]
     cells: list[CellView]
+    """The cells shown whole: every one, or in a large sweep the listed ones
+    (:mod:`.overview`)."""
+    total: int
+    """The sweep's cells."""
+    detail_note: str
+    """Which cells are shown whole, when not every one is."""
     filters: list[tuple[str, str, list[tuple[str, str]]]]
     """(attribute, label, [(value, label)]) per filter."""
     provenance: list[tuple[str, str]]
@@ -132,19 +149,40 @@ def _resolve_chart(summary: Summary, colour: dict[str, str]) -> Chart:
     return Chart(title, resolve_chart(points, label, colour), note)
 
 
-def _distributions(rows: Sequence[Row], arms: list[str], colour: dict[str, str]) -> list[Chart]:
+def _dots(rows: Sequence[Row], arms: list[str], name: str) -> list[tuple[str, list[Dot]]]:
     counted = [r for r in rows if r.get("status") == "ran" and r.get("counted")]
+    groups = []
+    for arm in arms:
+        dots = []
+        for row in (r for r in counted if r.get("arm") == arm):
+            value = metric(row, name)
+            if value is not None:
+                dots.append(Dot(value, f"{row.get('cell_id')}: {fmt(value, 4)} "
+                                       f"({outcome(row)})", outcome(row)))
+        groups.append((arm, dots))
+    return groups
+
+
+def _spaced_dots(overview: Overview, arms: list[str],
+                 name: str) -> tuple[list[tuple[str, list[Dot]]], dict[str, float]]:
+    """A large sweep's dots (evenly spaced by value) and every run's median."""
+    found = overview.values.get(name, {})
+    groups = [(arm, [Dot(value, f"{cell_id}: {fmt(value, 4)} ({kind})", kind)
+                     for value, cell_id, kind in spaced(found.get(arm, []),
+                                                         overview.dots_per_arm)])
+              for arm in arms]
+    return groups, {arm: median(values) for arm, values in found.items() if values}
+
+
+def _distributions(rows: Sequence[Row], arms: list[str], colour: dict[str, str],
+                   overview: Overview | None = None) -> list[Chart]:
     charts = []
     for name, label in DISTRIBUTIONS:
-        groups = []
-        for arm in arms:
-            dots = []
-            for row in (r for r in counted if r.get("arm") == arm):
-                value = metric(row, name)
-                if value is not None:
-                    dots.append(Dot(value, f"{row.get('cell_id')}: {fmt(value, 4)} "
-                                           f"({outcome(row)})", outcome(row)))
-            groups.append((arm, dots))
+        medians: dict[str, float] | None = None
+        if overview is None:
+            groups = _dots(rows, arms, name)
+        else:
+            groups, medians = _spaced_dots(overview, arms, name)
         title = f"{label[0].upper()}{label[1:]} per counted run"
         if not any(d.value > 0 for _, dots in groups for d in dots):
             if name == "estimated_tokens":
@@ -154,8 +192,12 @@ def _distributions(rows: Sequence[Row], arms: list[str], colour: dict[str, str])
                    "no model tokens)" if name == "tokens" else "no counted run has it")
             charts.append(Chart(title, "", f"nothing to draw: {why}."))
             continue
-        charts.append(Chart(title, strip_chart([g for g in groups if g[1]], label, colour),
-                            "Filled: resolved; hollow: not resolved. The bar is the median."))
+        note = "Filled: resolved; hollow: not resolved. The bar is the median."
+        if overview is not None:
+            note = (f"Filled: resolved; hollow: not resolved. At most {overview.dots_per_arm} runs "
+                    "drawn per arm, evenly spaced by value; the bar is the median of all.")
+        charts.append(Chart(title, strip_chart([g for g in groups if g[1]], label, colour,
+                                               medians=medians), note))
     return charts
 
 
@@ -167,12 +209,27 @@ def _grid(title: str, row_label: str, column_label: str, rows: Sequence[Row]) ->
         kind = outcome(row)
         why = row.get("error_kind") or row.get("skip_reason") or ""
         squares.setdefault((str(row.get("task")), str(row.get("arm"))), []).append(Square(
-            cell_id=str(row.get("cell_id")), run=int(row.get("run") or 0), outcome=kind,
+            href=f"#cell-{row.get('cell_id')}", label=str(int(row.get("run") or 0)), outcome=kind,
             title=f"{row.get('cell_id')}: {dict(OUTCOMES)[kind]}"
                   + (f" ({str(why)[:200]})" if why else "")))
     return Grid(title, row_label, column_label, columns,
                 [(key, [(column, squares.get((key, column), [])) for column in columns])
                  for key in keys])
+
+
+def _counted_grid(overview: Overview) -> Grid:
+    """A large sweep's grid: per task and arm, a square per outcome with its count."""
+    squares: dict[tuple[str, str], list[Square]] = {}
+    for found in overview.squares:
+        runs = f"{found.count} run{'s' if found.count != 1 else ''}"
+        squares.setdefault((found.task, found.arm), []).append(Square(
+            href=f"#cell-{found.cell_id}" if found.cell_id else "", label=str(found.count),
+            outcome=found.outcome,
+            title=f"{found.task} x {found.arm}: {runs} {OUTCOME_LABELS[found.outcome]}"))
+    columns = sorted({arm for _, arm in squares})
+    return Grid("Tasks and arms (runs per outcome)", "task", "arm", columns,
+                [(task, [(arm, squares.get((task, arm), [])) for arm in columns])
+                 for task in sorted({task for task, _ in squares})])
 
 
 def _lanes(rows: Sequence[Row]) -> list[Chart]:
@@ -203,8 +260,9 @@ def _lanes(rows: Sequence[Row]) -> list[Chart]:
 
 
 def build_page(summary: Summary, rows: Sequence[Row], provenance: Mapping[str, Any],
-               read: ReadArtifact) -> Page:
-    """The page's model (see :class:`Page`)."""
+               read: ReadArtifact, overview: Overview | None = None) -> Page:
+    """The page's model (see :class:`Page`): of every row given, or with an
+    overview, of a large sweep (``rows`` then its listed rows to show whole)."""
     ordered = sorted(rows, key=lambda r: (str(r.get("lane") or "agent") != "agent",
                                           *row_order(r)))
     agent = [r for r in ordered if (r.get("lane") or "agent") == "agent"]
@@ -219,12 +277,18 @@ def build_page(summary: Summary, rows: Sequence[Row], provenance: Mapping[str, A
         banners.append(f"UNUSABLE arms: {', '.join(summary.unusable)}: every fresh attempt "
                        "failed (evidence failures included); the sweep exits non-zero.")
     grids = []
-    if agent:
+    if overview is not None:
+        if overview.squares:
+            grids.append(_counted_grid(overview))
+    elif agent:
         grids.append(_grid("Tasks and arms", "task", "arm", agent))
     if lane:
         grids.append(_grid("Tool-cost scenarios and subjects", "scenario", "subject", lane))
-    outcomes = [outcome(r) for r in ordered]
-    charts = [_resolve_chart(summary, colour), *_distributions(agent, arms, colour)] \
+    counts = Counter(outcome(r) for r in ordered) if overview is None else overview.counts
+    tasks = sorted({str(r.get("task")) for r in ordered}) if overview is None else overview.tasks
+    arm_names = sorted({str(r.get("arm")) for r in ordered}) if overview is None \
+        else overview.arms
+    charts = [_resolve_chart(summary, colour), *_distributions(agent, arms, colour, overview)] \
         if summary.arms else []
     return Page(
         suite=str(provenance.get("suite") or "sweep"), sweep_id=str(provenance.get("sweep_id")),
@@ -233,12 +297,26 @@ def build_page(summary: Summary, rows: Sequence[Row], provenance: Mapping[str, A
             f"{c.title}: {c.note}" for c in charts if not c.svg],
         grids=grids, lanes=_lanes(lane),
         cells=[cell_view(r, read) for r in ordered],
-        filters=[("task", "task", [(t, t) for t in sorted({str(r.get("task")) for r in ordered})]),
-                 ("arm", "arm", [(a, a) for a in sorted({str(r.get("arm")) for r in ordered})]),
-                 ("outcome", "outcome", [(k, label) for k, label in OUTCOMES if k in outcomes])],
+        total=len(ordered) if overview is None else overview.total,
+        detail_note="" if overview is None else _detail_note(overview),
+        filters=[("task", "task", [(t, t) for t in tasks]),
+                 ("arm", "arm", [(a, a) for a in arm_names]),
+                 ("outcome", "outcome", [(k, label) for k, label in OUTCOMES if counts[k]])],
         provenance=[(str(k), _plain(v)) for k, v in provenance.items()],
-        counts=[(k, label, outcomes.count(k)) for k, label in OUTCOMES if k in outcomes],
+        counts=[(k, label, counts[k]) for k, label in OUTCOMES if counts[k]],
     )
+
+
+def _detail_note(overview: Overview) -> str:
+    shown = len(overview.detailed)
+    note = (f"This sweep has {overview.total:,} cells, more than {overview.detail_cells:,}: "
+            f"the page shows each cell in the grid and the plots, and in full the {shown:,} cells "
+            "the report lists one by one (suspicious wins, harness errors, excluded runs, "
+            "skipped cells, the tool-cost lanes, kept workspaces)")
+    if overview.listed > shown:
+        note += (f", {shown:,} of {overview.listed:,} (suspicious wins first, skipped cells "
+                 "last)")
+    return note + ". Every cell's row is in results.jsonl, its files in artifacts/."
 
 
 def _plain(value: Any) -> str:

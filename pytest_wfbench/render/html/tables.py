@@ -15,8 +15,9 @@ CELL_BREAK = re.compile(r"(?<!\\)\|")
 
 def inline(text: str) -> str:
     html = escape(text, quote=True)
-    html = CODE.sub(r"<code>\1</code>", html)
-    return BOLD.sub(r"<strong>\1</strong>", html)
+    if "`" in html:  # most cells are figures: no pattern to look for
+        html = CODE.sub(r"<code>\1</code>", html)
+    return BOLD.sub(r"<strong>\1</strong>", html) if "**" in html else html
 
 
 def slug(title: str) -> str:

@@ -1,0 +1,175 @@
+"""report.html of a large sweep: what the page shows of every cell, computed
+from the report's table (:mod:`pytest_wfbench.table`), with the detail of the
+cells the report lists. Pure.
+
+A page that shows every cell whole grows with the cells: 100,000 of them made
+a 413 MB page in 76 s, parsing every row again and reading every cell's
+artifacts, a page no browser opens. Past :data:`DETAIL_CELLS` cells the page
+instead shows, for every cell, its outcome counted in the task x arm grid (one
+square per outcome of each task and arm, with its count), and its figure in the
+distributions (at most :data:`DOTS_PER_ARM` dots per arm, evenly spaced by
+value; the bar is the median of every run); and the detail (error, stages,
+steps, transcripts, patch) of the cells the report lists one by one, which the
+table keeps whole: suspicious wins, harness errors, excluded runs, the
+tool-cost lanes, kept workspaces, skipped cells, at most :data:`LISTED_CELLS`.
+Its size and time grow with the tasks and arms, not with the runs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_wfbench.aggregate import Row, row_order
+from pytest_wfbench.outcomes import ERROR_KINDS, ErrorClass
+from pytest_wfbench.projection import listed as is_listed
+from pytest_wfbench.render.html.cell import OUTCOME_LABELS, outcome
+from pytest_wfbench.table import Table
+
+DETAIL_CELLS = 2_000
+"""A sweep of at most this many cells shows every cell whole."""
+LISTED_CELLS = 500
+"""A larger sweep's page shows at most this many of its listed cells whole."""
+DOTS_PER_ARM = 400
+"""Of a large sweep's distributions, the dots drawn per arm."""
+NEGATIVE_KINDS = frozenset(name for name, kind in ERROR_KINDS.items()
+                           if kind.error_class is ErrorClass.VALID_NEGATIVE)
+"""The error kinds whose rows are valid negatives (a row's ``error_class``)."""
+DETAIL_ORDER = ("suspicious", "failure", "excluded", "negative", "resolved", "skipped")
+"""Which listed cells a large page details first: suspicious wins, then
+harness errors and other failures, excluded runs; skipped cells last."""
+
+
+@dataclass(frozen=True)
+class Counted:
+    """One square of a large sweep's grid: the runs of a (task, arm) with one
+    outcome."""
+
+    task: str
+    arm: str
+    outcome: str
+    count: int
+    cell_id: str | None
+    """A detailed cell of these runs, the square's link (None: none is)."""
+
+
+@dataclass(frozen=True)
+class Overview:
+    """What a large sweep's page shows of all its cells."""
+
+    total: int
+    """The sweep's cells (its rows of the page: the last row of each cell)."""
+    detail_cells: int
+    listed_cells: int
+    dots_per_arm: int
+    """The limits it was made with (DETAIL_CELLS, LISTED_CELLS, DOTS_PER_ARM)."""
+    counts: Counter[str]
+    """Outcome -> cells, over the whole sweep."""
+    squares: list[Counted]
+    """The agent lane's grid, by task, arm and outcome (OUTCOMES' order)."""
+    tasks: list[str]
+    arms: list[str]
+    values: dict[str, dict[str, list[tuple[float, str, str]]]]
+    """Distribution metric -> arm -> (value, cell id, outcome) of its counted
+    runs, sorted by value (ties by cell id)."""
+    detailed: list[Row]
+    """The listed cells shown whole (LISTED_CELLS at most), in row order."""
+    listed: int
+    """How many cells the report lists (``detailed`` may be fewer)."""
+
+
+def large(cells: int) -> bool:
+    """Whether a page of this many cells shows an overview, not every cell."""
+    return cells > DETAIL_CELLS
+
+
+def outcome_at(table: Table, index: int) -> str:
+    """:func:`~pytest_wfbench.render.html.cell.outcome` of a row of the table:
+    a kept row's own, else from its columns (a row not kept is an agent row
+    that ran and counts, neither suspicious nor a harness error)."""
+    row = table.kept.get(index)
+    if row is not None:
+        return outcome(row)
+    if table.objects["status"][index] == "skipped":
+        return "skipped"
+    if table.flags["counted"][index] != 1:
+        return "excluded"
+    kind = table.objects["error_kind"][index]
+    if kind == "suspicious":
+        return "suspicious"
+    if table.flags["resolved"][index] == 1:
+        return "resolved"
+    return "negative" if kind in NEGATIVE_KINDS else "failure"
+
+
+def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
+    """The overview of the table's rows (its positions); ``metrics`` are the
+    distributions' (``tokens`` is the total of the usage fields)."""
+    positions = table.positions
+    outcomes = [outcome_at(table, i) for i in positions]
+    agent = set(table.agent(positions))
+    task_of, arm_of, cell_of = table.obj("task"), table.obj("arm"), table.obj("cell_id")
+    kept = table.kept
+    # A kept row that is not listed (an audit or review row) is a projection.
+    listed = sorted((i for i in positions if i in kept and is_listed(kept[i])),
+                    key=lambda i: row_order(kept[i]))
+    rank = {name: place for place, name in enumerate(DETAIL_ORDER)}
+    limit = LISTED_CELLS
+    chosen = sorted(listed, key=lambda i: rank.get(outcome(kept[i]), len(rank)))[:limit]
+    shown = set(chosen)
+    detailed = [kept[i] for i in listed if i in shown]
+    link: dict[tuple[str, str, str], str] = {}
+    for i in chosen:
+        link.setdefault((str(task_of[i]), str(arm_of[i]), outcome(kept[i])), str(cell_of[i]))
+    grid: Counter[tuple[str, str, str]] = Counter(
+        (str(task_of[i]), str(arm_of[i]), kind)
+        for i, kind in zip(positions, outcomes, strict=True) if i in agent)
+    order = {name: place for place, name in enumerate(OUTCOME_LABELS)}
+    squares = [Counted(task, arm, kind, count, link.get((task, arm, kind)))
+               for (task, arm, kind), count in sorted(
+                   grid.items(), key=lambda item: (item[0][0], item[0][1], order[item[0][2]]))]
+    counted = [(i, kind) for i, kind in zip(positions, outcomes, strict=True)
+               if i in agent and kind not in ("excluded", "skipped")]
+    values = {name: _values(table, counted, name) for name in metrics}
+    return Overview(
+        total=len(positions), detail_cells=DETAIL_CELLS, listed_cells=limit,
+        dots_per_arm=DOTS_PER_ARM, counts=Counter(outcomes), squares=squares,
+        tasks=sorted({str(task_of[i]) for i in positions}),
+        arms=sorted({str(arm_of[i]) for i in positions}),
+        values=values, detailed=detailed, listed=len(listed))
+
+
+def _values(table: Table, counted: list[tuple[int, str]],
+            name: str) -> dict[str, list[tuple[float, str, str]]]:
+    members = [i for i, _ in counted]
+    column = (table.tokens(members) if name == "tokens"
+              else [table.number(name)[i] for i in members])
+    arm_of, cell_of = table.obj("arm"), table.obj("cell_id")
+    by_arm: dict[str, list[tuple[float, str, str]]] = {}
+    for (i, kind), value in zip(counted, column, strict=True):
+        if value == value:  # NaN: the run has no such figure
+            by_arm.setdefault(str(arm_of[i]), []).append((value, str(cell_of[i]), kind))
+    for found in by_arm.values():
+        found.sort()
+    return by_arm
+
+
+def spaced(values: Sequence[tuple[float, str, str]],
+           limit: int = DOTS_PER_ARM) -> list[tuple[float, str, str]]:
+    """At most ``limit`` of these sorted values, evenly spaced by rank, the
+    smallest and the largest among them."""
+    if len(values) <= limit:
+        return list(values)
+    if limit < 2:
+        return list(values[:limit])
+    last = len(values) - 1
+    return [values[round(k * last / (limit - 1))] for k in range(limit)]
+
+
+def median(values: Sequence[tuple[float, str, str]]) -> float:
+    """The median of sorted values (the mean of the two middle ones)."""
+    mid = len(values) // 2
+    if len(values) % 2:
+        return values[mid][0]
+    return (values[mid - 1][0] + values[mid][0]) / 2

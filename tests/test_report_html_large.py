@@ -1,0 +1,159 @@
+"""report.html of a sweep larger than DETAIL_CELLS: every cell counted in the
+grid, the header and the plots (from the report's table), the listed cells
+shown whole, no row read again, and the same figures as a page of every cell."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_wfbench import outdir, store
+from pytest_wfbench.aggregate import summarize
+from pytest_wfbench.outdir import write_report
+from pytest_wfbench.redact import Redactor
+from pytest_wfbench.render.html import overview, render_html
+from pytest_wfbench.render.html.cell import outcome
+from pytest_wfbench.render.html.charts import tick_label
+from pytest_wfbench.render.html.overview import outcome_at, overview_of, spaced
+from pytest_wfbench.render.html.page import DISTRIBUTIONS
+from pytest_wfbench.store import ResultsStore
+from pytest_wfbench.table import Table
+from tests.rows import row, runs
+
+PROVENANCE = {"sweep_id": "s1", "suite": "big", "sandbox_backend": "bubblewrap"}
+METRICS = [name for name, _ in DISTRIBUTIONS]
+SQUARE = re.compile(r'<a class="sq f o-(\w+)"(?: href="#cell-([^"]+)")? title="([^"]+)"'
+                    r' data-task="([^"]+)" data-arm="([^"]+)"[^>]*>(\d+)</a>')
+CELL = re.compile(r'<details class="cell f" id="cell-([^"]+)"')
+
+
+def sweep_rows() -> list[dict[str, Any]]:
+    """Every outcome of the page, on three tasks and two arms, with costs."""
+    rows: list[dict[str, Any]] = []
+    for t in ("t1", "t2", "t3"):
+        rows += runs(t, "baseline", "RRFTSX-R", cost_usd=0.5, input_tokens=100)
+        rows += runs(t, "workflow", "RFRRRRXR", cost_usd=0.25, input_tokens=60)
+    rows.append(row("t1", "workflow", 9, resolved=True, suspicious=["writes conftest.py"],
+                    cost_usd=0.3))
+    rows.append(row("t2", "workflow", 9, kind="harness-error", cost_usd=0.3))
+    rows.append(row("t3", "workflow", 9, kind="suspicious", suspicious=["exit"],
+                    cost_usd=0.3))
+    for i, r in enumerate(rows):
+        r["cost_usd"] = None if r["status"] == "skipped" else r["cost_usd"] + i / 1000
+    return rows
+
+
+@pytest.fixture
+def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(overview, "DETAIL_CELLS", 10)
+    monkeypatch.setattr(overview, "LISTED_CELLS", 4)
+    monkeypatch.setattr(overview, "DOTS_PER_ARM", 5)
+
+
+def test_the_outcome_from_the_columns_is_the_rows_own() -> None:
+    rows = sweep_rows()
+    table = Table.of(rows)
+    assert [outcome_at(table, i) for i in table.positions] == [outcome(r) for r in rows]
+    assert {outcome(r) for r in rows} == {"resolved", "suspicious", "negative", "failure",
+                                         "excluded", "skipped"}
+
+
+def test_spaced_keeps_the_ends_and_at_most_the_limit() -> None:
+    values = [(float(i), f"c{i}", "resolved") for i in range(101)]
+    picked = spaced(values, 5)
+    assert [v for v, _, _ in picked] == [0.0, 25.0, 50.0, 75.0, 100.0]
+    assert spaced(values[:3], 5) == values[:3]
+
+
+def test_a_large_page_counts_every_cell_and_shows_the_listed_ones_whole(
+        small_limits: None) -> None:
+    rows = sweep_rows()
+    table = Table.of(rows)
+    assert overview.large(len(rows))
+    seen = overview_of(table, METRICS)
+    page = render_html(summarize(rows), seen.detailed, PROVENANCE, overview=seen)
+    assert f"&middot; {len(rows)} cells" in page
+    # The grid: per task, arm and outcome one square, its count the rows'.
+    squares = SQUARE.findall(page)
+    assert squares
+    counted = {(task, arm, kind): int(n) for kind, _, _, task, arm, n in squares}
+    expected: dict[tuple[str, str, str], int] = {}
+    for r in rows:
+        key = (r["task"], r["arm"], outcome(r))
+        expected[key] = expected.get(key, 0) + 1
+    assert counted == expected
+    # The header's badges count every cell.
+    for kind in ("resolved", "excluded", "skipped"):
+        n = sum(1 for r in rows if outcome(r) == kind)
+        assert f'<span class="badge o-{kind}">{n} ' in page
+    # Whole: the listed cells, suspicious wins first, at most LISTED_CELLS.
+    shown = CELL.findall(page)
+    assert len(shown) == 4 and seen.listed > 4
+    assert {"t1-workflow-r9", "t3-workflow-r9"} <= set(shown)
+    assert not any(outcome(r) == "skipped" for r in rows if r["cell_id"] in shown)
+    assert "more than 10" in page and f"4 of {seen.listed}" in page
+    # A square links to a cell only when that cell is on the page.
+    for _, href, *_ in squares:
+        assert not href or href in shown
+    # A resolved run that is not listed is counted, not shown whole.
+    assert "t1-baseline-r1" not in shown
+
+
+def test_a_large_pages_plots_draw_some_runs_and_the_median_of_all(small_limits: None) -> None:
+    rows = sweep_rows()
+    seen = overview_of(Table.of(rows), METRICS)
+    page = render_html(summarize(rows), seen.detailed, PROVENANCE, overview=seen)
+    chart = page[page.index("Cost (USD) per counted run"):]
+    chart = chart[:chart.index("</figure>")]
+    assert "At most 5 runs drawn per arm" in chart
+    for arm in ("baseline", "workflow"):
+        costs = sorted(r["cost_usd"] for r in rows if r["arm"] == arm
+                       and r["status"] == "ran" and r["counted"])
+        assert len(costs) > 5
+        dots = re.findall(rf"<title>[^<]*-{arm}-r\d+: ([0-9.]+) ", chart)
+        assert len(dots) == 5
+        # The smallest and the largest are drawn; the bar is every run's median.
+        assert float(dots[0]) == pytest.approx(costs[0], abs=1e-4)
+        assert float(dots[-1]) == pytest.approx(costs[-1], abs=1e-4)
+        assert f"<title>{arm}: median {tick_label(statistics.median(costs))}</title>" in chart
+
+
+def test_a_large_sweeps_page_reads_no_row_again(
+        tmp_path: Path, small_limits: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    results = ResultsStore(tmp_path, Redactor([]))
+    results.prepare()
+    rows = sweep_rows()
+    for r in rows:
+        r["sweep_id"] = "s1"
+        results.append(r)
+
+    def no_rows(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a large page read the rows again")
+
+    monkeypatch.setattr(outdir, "iter_rows", no_rows)
+    monkeypatch.setattr(store, "iter_rows", no_rows)
+    report, html = write_report(results)
+    assert html.path is not None and not html.failed, html.line
+    page = html.path.read_text()
+    assert f"&middot; {len(rows)} cells" in page and len(CELL.findall(page)) == 4
+    assert report.files["report.md"] == (tmp_path / "report.md").read_text()
+
+
+def test_a_sweep_at_the_limit_shows_every_cell_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = sweep_rows()
+    monkeypatch.setattr(overview, "DETAIL_CELLS", len(rows))
+    results = ResultsStore(tmp_path, Redactor([]))
+    results.prepare()
+    for r in rows:
+        r["sweep_id"] = "s1"
+        results.append(r)
+    _, html = write_report(results)
+    assert html.path is not None
+    page = html.path.read_text()
+    assert sorted(CELL.findall(page)) == sorted(r["cell_id"] for r in rows)
+    assert "more than" not in page
