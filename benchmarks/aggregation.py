@@ -1,4 +1,4 @@
-"""Aggregation and report of many rows: ``build_report`` of a generated out dir
+"""Aggregation and report of many rows: ``write_report`` of a generated out dir
 (benchmarks/outdirs.py), each measurement in a fresh interpreter so that its
 peak RSS is the build's own.
 
@@ -8,10 +8,11 @@ a sweep reads), the same without the line log (the compaction reads and
 digests every line, and writes the log), cold (no row cache: every line parsed)
 and warm (the cache as a report rewrote it). Each build does what a sweep's
 controller does with its rows at its end: the selected cells without a row, the
-compaction, and the report. Alongside, the floors of reading the file: its lines split
-and digested (what a cached build without the log cannot skip) and every line
-parsed by ``json.loads`` (what a build without the cache cannot).
-Every state must render the same report.md, byte for byte.
+compaction, and the report written: report.md and report.html. Alongside, the
+floors of reading the file: its lines split and digested (what a cached build
+without the log cannot skip) and every line parsed by ``json.loads`` (what a
+build without the cache cannot).
+Every state must render the same report.md and report.html, byte for byte.
 
 ``python -m benchmarks.aggregation build|split|floors OUT`` are the
 measurements (the build, a build's time piece by piece, the reading floors);
@@ -54,12 +55,19 @@ SELECTED = "selected.json"
 def build(out: Path) -> dict[str, Any]:
     """What a sweep's controller does with its rows at its end (finish.py): the
     selected cells without a row (none here), a compaction (nothing to
-    supersede here), and the report."""
-    from pytest_wfbench.outdir import build_report
+    supersede here), and the report written (``outdir.write_report``): report.md
+    and report.html, its template compiled first, as the controller does while
+    its workers run."""
+    from pytest_wfbench import outdir
     from pytest_wfbench.redact import Redactor
+    from pytest_wfbench.render.html import html_available, prepare_html
     from pytest_wfbench.rowcache import CacheUse
     from pytest_wfbench.store import ResultsStore, cells_with_rows
 
+    if not html_available():
+        raise RuntimeError("the aggregation benchmark needs Jinja2 (the html extra): a "
+                           "sweep's end writes report.html with it")
+    prepare_html()
     selected = json.loads((out / SELECTED).read_text())
     sweep_id = json.loads((out / "sweep.json").read_text())["sweep_id"]
     before = _rss_mib()
@@ -67,18 +75,24 @@ def build(out: Path) -> dict[str, Any]:
     start = time.perf_counter()
     recorded = cells_with_rows(out, sweep_id)
     unrun = [cell for cell in selected if cell not in recorded]
-    ResultsStore(out, Redactor.from_environment(())).compact()
+    store = ResultsStore(out, Redactor.from_environment(()))
+    store.compact()
     finish = time.perf_counter() - start
-    report = build_report(out, use=use)
+    report, html = outdir.write_report(store, use=use)
     wall = time.perf_counter() - start
     if unrun:
         raise RuntimeError(f"{len(unrun)} of {out}'s cells have no row, e.g. {unrun[0]}")
+    if html.path is None:
+        raise RuntimeError(f"report.html of {out} was not written: {html.line}")
     text = report.files["report.md"]
+    page = html.path.read_bytes()
     return {"wall_s": round(wall, 3), "finish_s": round(finish, 3),
             "peak_rss_mib": round(_rss_mib(), 1),
             "rss_before_mib": round(before, 1), "rows": len(report.table.positions),
             "report_sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "report_bytes": len(text.encode()), "cache": vars(use)}
+            "report_bytes": len(text.encode()),
+            "html_sha256": hashlib.sha256(page).hexdigest(), "html_bytes": len(page),
+            "cache": vars(use)}
 
 
 def split(out: Path) -> dict[str, float]:
@@ -87,9 +101,13 @@ def split(out: Path) -> dict[str, float]:
     from pytest_wfbench.heap import collector_paused
     from pytest_wfbench.outdir import provenance_of, read_json
     from pytest_wfbench.readback import results_table
+    from pytest_wfbench.render.html import overview_of, prepare_html, read_artifacts, render_html
+    from pytest_wfbench.render.html.page import DISTRIBUTIONS
     from pytest_wfbench.render.sections import overhead_section_of, trust_sections_of
     from pytest_wfbench.report import render_markdown
     from pytest_wfbench.review.quality import review_quality_section
+
+    prepare_html()
 
     with collector_paused():
         marks = [time.perf_counter()]
@@ -104,9 +122,14 @@ def split(out: Path) -> dict[str, float]:
                     *review_quality_section(table.kept_rows())]
         facts = provenance_of(table, table.positions, record)
         marks.append(time.perf_counter())
-        render_markdown(summary, facts, sections)
+        markdown = render_markdown(summary, facts, sections)
         marks.append(time.perf_counter())
-    names = ("read_s", "aggregate_s", "sections_s", "render_s")
+        overview = overview_of(table, [name for name, _ in DISTRIBUTIONS])
+        marks.append(time.perf_counter())
+        render_html(summary, overview.detailed, facts, sections=sections,
+                    read_artifact=read_artifacts(out), overview=overview, markdown=markdown)
+        marks.append(time.perf_counter())
+    names = ("read_s", "aggregate_s", "sections_s", "render_s", "html_overview_s", "html_page_s")
     return {name: round(b - a, 3) for name, a, b in zip(names, marks, marks[1:], strict=False)}
 
 
@@ -208,8 +231,8 @@ def measure_shape(scratch: Path, shape: RowsShape, builds: int = 1) -> dict[str,
     figures["warm"] = _measure("build", out)
     figures["warm_cache_bytes"] = (out / CACHE).stat().st_size
     figures["floors"] = _measure("floors", out)
-    digests = {figures[k]["report_sha256"]
-               for k in ("session_end", "session_end_unlogged", "cold", "warm")}
+    states = ("session_end", "session_end_unlogged", "cold", "warm")
+    digests = {(figures[k]["report_sha256"], figures[k]["html_sha256"]) for k in states}
     figures["same_report"] = len(digests) == 1
     if len(digests) != 1:
         raise RuntimeError(f"the report of {out} differs between cache states: {digests}")
@@ -226,15 +249,16 @@ def aggregation_targets(shapes: dict[str, dict[str, Any]], rows: int) -> list[Ta
             cold = state == "cold"
             targets.append(Target(
                 key=f"aggregate_{key}_{state}",
-                target=f"aggregation + report of {rows:,} rows <= 2 s "
+                target=f"aggregation + report (md, html) of {rows:,} rows <= 2 s "
                        f"({data['shape']}, {state.replace('_', ' ')})",
                 value=run["wall_s"], limit=2.0, unit="s", informational=cold,
                 measured=("no row cache (a report by another version of the harness, or "
                           "a deleted cache): every line parsed, and json.loads alone takes "
                           f"{data['floors']['read_parse_s']:.2f} s; " if cold else "")
                 + _builds(run) + _unlogged(data, state) + _finish(run)
-                + f"build_report {run['wall_s'] - run.get('finish_s', 0.0):.2f} s"
-                  f"{_split(data, state)}, peak RSS "
+                + f"write_report {run['wall_s'] - run.get('finish_s', 0.0):.2f} s"
+                  f"{_split(data, state)}, report.html {run['html_bytes'] / 2**20:.1f} MiB, "
+                  "peak RSS "
                   f"{run['peak_rss_mib']:.0f} MiB ({run['rss_before_mib']:.0f} MiB "
                   f"before); reading floor: split+digest "
                   f"{data['floors']['read_digest_s']:.2f} s, json.loads of every line "

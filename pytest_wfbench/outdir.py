@@ -300,15 +300,20 @@ def promotion_evidence(table: Table, positions: Sequence[int], summary: Summary,
     return evidence
 
 
-def write_report(store: ResultsStore, *,
-                 baseline_arm: str | None = None) -> tuple[OutDirReport, HtmlReport]:
+def write_report(store: ResultsStore, *, baseline_arm: str | None = None,
+                 use: CacheUse | None = None) -> tuple[OutDirReport, HtmlReport]:
     """Render the out dir's report and write its files (redacted): report.md,
     and report.html when Jinja2 is installed."""
-    report = build_report(store.out_dir, baseline_arm=baseline_arm)
+    report = build_report(store.out_dir, baseline_arm=baseline_arm, use=use)
     for name, text in report.files.items():
         store.write_text(name, text)
     if not html_available():
         return report, write_html_report(store, report.summary, [], report.provenance)
+    with collector_paused():  # the report's table is a large heap: see pytest_wfbench.heap
+        return report, _write_html(store, report)
+
+
+def _write_html(store: ResultsStore, report: OutDirReport) -> HtmlReport:
     overview = None
     if large(len(report.table.positions)):
         # Every cell in the grid and plots, from the table; the listed cells
@@ -319,10 +324,9 @@ def write_report(store: ResultsStore, *,
         # The page shows every cell whole (stages, steps, transcripts): its rows
         # are read again, in full.
         rows = latest_per_cell(iter_rows(store.results, report.record.get("sweep_id")))
-    html = write_html_report(store, report.summary, rows, report.provenance,
+    return write_html_report(store, report.summary, rows, report.provenance,
                              sections=report.sections, promotions=report.promotions,
                              overview=overview, markdown=report.files[REPORT])
-    return report, html
 
 
 def partial_state(out_dir: Path) -> str | None:

@@ -18,7 +18,7 @@ from pytest_wfbench.redact import Redactor
 from pytest_wfbench.render.html import overview, render_html
 from pytest_wfbench.render.html.cell import outcome
 from pytest_wfbench.render.html.charts import tick_label
-from pytest_wfbench.render.html.overview import outcome_at, overview_of, spaced
+from pytest_wfbench.render.html.overview import outcome_at, overview_of
 from pytest_wfbench.render.html.page import DISTRIBUTIONS
 from pytest_wfbench.store import ResultsStore
 from pytest_wfbench.table import Table
@@ -62,11 +62,18 @@ def test_the_outcome_from_the_columns_is_the_rows_own() -> None:
                                          "excluded", "skipped"}
 
 
-def test_spaced_keeps_the_ends_and_at_most_the_limit() -> None:
-    values = [(float(i), f"c{i}", "resolved") for i in range(101)]
-    picked = spaced(values, 5)
-    assert [v for v, _, _ in picked] == [0.0, 25.0, 50.0, 75.0, 100.0]
-    assert spaced(values[:3], 5) == values[:3]
+def test_the_runs_drawn_are_evenly_spaced_by_value_the_ends_among_them(
+        small_limits: None) -> None:
+    rows = [row("t", "a", run, resolved=True, cost_usd=float((run * 37) % 101))
+            for run in range(101)]
+    rows.append(row("t", "a", 200, resolved=True, cost_usd=None))  # no figure: left out
+    spread = overview_of(Table.of(rows), ["cost_usd"]).spreads["cost_usd"]["a"]
+    assert [value for value, _, _ in spread.drawn] == [0.0, 25.0, 50.0, 75.0, 100.0]
+    assert spread.runs == 101 and spread.median == 50.0
+    assert spread.drawn[1][1] == next(r["cell_id"] for r in rows if r["cost_usd"] == 25.0)
+    few = overview_of(Table.of(rows[:3]), ["cost_usd"]).spreads["cost_usd"]["a"]
+    assert sorted(value for value, _, _ in few.drawn) == sorted(
+        r["cost_usd"] for r in rows[:3]) and few.median == 37.0
 
 
 def test_a_large_page_counts_every_cell_and_shows_the_listed_ones_whole(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
-from operator import itemgetter
+from operator import add, itemgetter
 from typing import Any
 
 from pytest_wfbench.fields import USAGE_FIELDS
@@ -25,10 +25,19 @@ from pytest_wfbench.table.schema import FLAGS, IDENTITY, INTEGERS, NAN, NO_FLAG,
 
 Row = dict[str, Any]
 FLAG_VALUES = {NO_FLAG: None, 0: False, 1: True}
+SUMMABLE = 2.0**51
+"""Four whole numbers each smaller than this add up to less than 2**53: exactly."""
 
 
 def _count(value: float) -> int:
     return int(value) if value - value == 0 else 0  # NaN (null) and infinities: 0
+
+
+def _whole(values: Sequence[float]) -> bool:
+    """Whether every value is a whole number (no null, no infinity) whose
+    sums with three others of its kind stay exact: below 2**51 in size."""
+    return (all(map(float.is_integer, values))
+            and min(values, default=0.0) > -SUMMABLE and max(values, default=0.0) < SUMMABLE)
 
 
 def gather(column: Sequence[Any], positions: Sequence[int]) -> tuple[Any, ...]:
@@ -129,6 +138,11 @@ class Table:
         """These rows' totals of the usage fields (aggregate.total_tokens): each
         field as an int, null (and a count that is not finite) as 0."""
         columns = [gather(self.numbers[name], positions) for name in USAGE_FIELDS]
+        if all(_whole(column) for column in columns):
+            # Whole numbers below 2**53 add up exactly as floats: their totals,
+            # summed in C.
+            a, b, c, d = columns
+            return list(map(add, map(add, map(add, a, b), c), d))
         return [float(_count(a) + _count(b) + _count(c) + _count(d))
                 for a, b, c, d in zip(*columns, strict=True)]
 

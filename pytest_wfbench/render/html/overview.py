@@ -25,7 +25,7 @@ from pytest_wfbench.aggregate import Row, row_order
 from pytest_wfbench.outcomes import ERROR_KINDS, ErrorClass
 from pytest_wfbench.projection import listed as is_listed
 from pytest_wfbench.render.html.cell import OUTCOME_LABELS, outcome
-from pytest_wfbench.table import Table
+from pytest_wfbench.table import Table, gather
 
 DETAIL_CELLS = 2_000
 """A sweep of at most this many cells shows every cell whole."""
@@ -55,6 +55,18 @@ class Counted:
 
 
 @dataclass(frozen=True)
+class Spread:
+    """One arm's counted runs in a distribution."""
+
+    drawn: list[tuple[float, str, str]]
+    """(value, cell id, outcome) of the runs drawn: every run, or DOTS_PER_ARM
+    evenly spaced by value, the smallest and the largest among them."""
+    median: float
+    """Of every run."""
+    runs: int
+
+
+@dataclass(frozen=True)
 class Overview:
     """What a large sweep's page shows of all its cells."""
 
@@ -70,9 +82,8 @@ class Overview:
     """The agent lane's grid, by task, arm and outcome (OUTCOMES' order)."""
     tasks: list[str]
     arms: list[str]
-    values: dict[str, dict[str, list[tuple[float, str, str]]]]
-    """Distribution metric -> arm -> (value, cell id, outcome) of its counted
-    runs, sorted by value (ties by cell id)."""
+    spreads: dict[str, dict[str, Spread]]
+    """Distribution metric -> arm -> its counted runs' values."""
     detailed: list[Row]
     """The listed cells shown whole (LISTED_CELLS at most), in row order."""
     listed: int
@@ -129,47 +140,42 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
     squares = [Counted(task, arm, kind, count, link.get((task, arm, kind)))
                for (task, arm, kind), count in sorted(
                    grid.items(), key=lambda item: (item[0][0], item[0][1], order[item[0][2]]))]
-    counted = [(i, kind) for i, kind in zip(positions, outcomes, strict=True)
-               if i in agent and kind not in ("excluded", "skipped")]
-    values = {name: _values(table, counted, name) for name in metrics}
+    by_arm: dict[str, list[int]] = {}
+    for i, kind in zip(positions, outcomes, strict=True):
+        if kind not in ("excluded", "skipped") and i in agent:
+            by_arm.setdefault(str(arm_of[i]), []).append(i)
+    dots = DOTS_PER_ARM
+    spreads = {name: _spreads(table, by_arm, name, max(dots, 2)) for name in metrics}
     return Overview(
         total=len(positions), detail_cells=DETAIL_CELLS, listed_cells=limit,
-        dots_per_arm=DOTS_PER_ARM, counts=Counter(outcomes), squares=squares,
+        dots_per_arm=max(dots, 2), counts=Counter(outcomes), squares=squares,
         tasks=sorted({str(task_of[i]) for i in positions}),
         arms=sorted({str(arm_of[i]) for i in positions}),
-        values=values, detailed=detailed, listed=len(listed))
+        spreads=spreads, detailed=detailed, listed=len(listed))
 
 
-def _values(table: Table, counted: list[tuple[int, str]],
-            name: str) -> dict[str, list[tuple[float, str, str]]]:
-    members = [i for i, _ in counted]
-    column = (table.tokens(members) if name == "tokens"
-              else [table.number(name)[i] for i in members])
-    arm_of, cell_of = table.obj("arm"), table.obj("cell_id")
-    by_arm: dict[str, list[tuple[float, str, str]]] = {}
-    for (i, kind), value in zip(counted, column, strict=True):
-        if value == value:  # NaN: the run has no such figure
-            by_arm.setdefault(str(arm_of[i]), []).append((value, str(cell_of[i]), kind))
-    for found in by_arm.values():
-        found.sort()
-    return by_arm
-
-
-def spaced(values: Sequence[tuple[float, str, str]],
-           limit: int = DOTS_PER_ARM) -> list[tuple[float, str, str]]:
-    """At most ``limit`` of these sorted values, evenly spaced by rank, the
-    smallest and the largest among them."""
-    if len(values) <= limit:
-        return list(values)
-    if limit < 2:
-        return list(values[:limit])
-    last = len(values) - 1
-    return [values[round(k * last / (limit - 1))] for k in range(limit)]
-
-
-def median(values: Sequence[tuple[float, str, str]]) -> float:
-    """The median of sorted values (the mean of the two middle ones)."""
-    mid = len(values) // 2
-    if len(values) % 2:
-        return values[mid][0]
-    return (values[mid - 1][0] + values[mid][0]) / 2
+def _spreads(table: Table, by_arm: dict[str, list[int]], name: str,
+             limit: int) -> dict[str, Spread]:
+    """Per arm, the runs of ``name`` that are drawn and the median of all (a
+    run without the figure, NaN, left out): sorted by value, ties in the
+    table's order, from the columns (one C-level sort per arm)."""
+    cell_of = table.obj("cell_id")
+    spreads = {}
+    for arm, members in by_arm.items():
+        values = (table.tokens(members) if name == "tokens"
+                  else gather(table.number(name), members))
+        if sum(values) != sum(values):  # a NaN among them
+            members = [i for i, value in zip(members, values, strict=True) if value == value]
+            values = [value for value in values if value == value]
+        if not members:
+            continue
+        order = sorted(range(len(values)), key=values.__getitem__)
+        picks = order if len(order) <= limit else [
+            order[round(k * (len(order) - 1) / (limit - 1))] for k in range(limit)]
+        mid = len(order) // 2
+        middle = (values[order[mid]] if len(order) % 2
+                  else (values[order[mid - 1]] + values[order[mid]]) / 2)
+        spreads[arm] = Spread(
+            drawn=[(values[k], str(cell_of[members[k]]), outcome_at(table, members[k]))
+                   for k in picks], median=middle, runs=len(order))
+    return spreads

@@ -28,7 +28,7 @@ from pytest_wfbench.render.html.charts import (
     resolve_chart,
     strip_chart,
 )
-from pytest_wfbench.render.html.overview import Overview, median, spaced
+from pytest_wfbench.render.html.overview import Overview
 
 SPEND = (("cost_usd", "median cost (USD)"), ("tokens", "median tokens"),
          ("estimated_tokens", "median est. tokens"), ("session_duration_s", "median session s"))
@@ -166,12 +166,11 @@ def _dots(rows: Sequence[Row], arms: list[str], name: str) -> list[tuple[str, li
 def _spaced_dots(overview: Overview, arms: list[str],
                  name: str) -> tuple[list[tuple[str, list[Dot]]], dict[str, float]]:
     """A large sweep's dots (evenly spaced by value) and every run's median."""
-    found = overview.values.get(name, {})
+    found = overview.spreads.get(name, {})
     groups = [(arm, [Dot(value, f"{cell_id}: {fmt(value, 4)} ({kind})", kind)
-                     for value, cell_id, kind in spaced(found.get(arm, []),
-                                                         overview.dots_per_arm)])
+                     for value, cell_id, kind in (found[arm].drawn if arm in found else [])])
               for arm in arms]
-    return groups, {arm: median(values) for arm, values in found.items() if values}
+    return groups, {arm: spread.median for arm, spread in found.items()}
 
 
 def _distributions(rows: Sequence[Row], arms: list[str], colour: dict[str, str],
