@@ -56,6 +56,10 @@ def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_outcome_from_the_columns_is_the_rows_own() -> None:
     rows = sweep_rows()
+    # Kept as projections, without error_class: a review row, one that fits no column.
+    rows.append(row("t1", "review", 1, kind="oracle-failed", review={"verdict": "approve"}))
+    rows.append(row("t1", "review", 2, kind="skill-not-invoked", review={"verdict": "x"}))
+    rows.append(row("t2", "odd", 1, kind="verify-failed", num_turns="many"))
     table = Table.of(rows)
     assert [outcome_at(table, i) for i in table.positions] == [outcome(r) for r in rows]
     assert {outcome(r) for r in rows} == {"resolved", "suspicious", "negative", "failure",

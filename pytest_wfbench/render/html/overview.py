@@ -97,19 +97,23 @@ def large(cells: int) -> bool:
 
 def outcome_at(table: Table, index: int) -> str:
     """:func:`~pytest_wfbench.render.html.cell.outcome` of a row of the table:
-    a kept row's own, else from its columns (a row not kept is an agent row
-    that ran and counts, neither suspicious nor a harness error)."""
+    a listed row's own (kept whole), else from its error kind and whether it
+    resolved (a row not listed ran and counts, and is neither a suspicious win
+    nor a harness error; a projection has no ``error_class``)."""
     row = table.kept.get(index)
-    if row is not None:
+    if row is None:
+        if table.objects["status"][index] == "skipped":
+            return "skipped"
+        if table.flags["counted"][index] != 1:
+            return "excluded"
+        kind, resolved = table.objects["error_kind"][index], table.flags["resolved"][index] == 1
+    elif is_listed(row):
         return outcome(row)
-    if table.objects["status"][index] == "skipped":
-        return "skipped"
-    if table.flags["counted"][index] != 1:
-        return "excluded"
-    kind = table.objects["error_kind"][index]
+    else:  # an audit or review row, or one whose fields fit no column: its projection
+        kind, resolved = row.get("error_kind"), bool(row.get("resolved"))
     if kind == "suspicious":
         return "suspicious"
-    if table.flags["resolved"][index] == 1:
+    if resolved:
         return "resolved"
     return "negative" if kind in NEGATIVE_KINDS else "failure"
 
