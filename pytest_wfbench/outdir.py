@@ -29,14 +29,7 @@ from pytest_wfbench.decisions import (
 from pytest_wfbench.heap import collector_paused
 from pytest_wfbench.lanes.report import render_lanes
 from pytest_wfbench.readback import results_table
-from pytest_wfbench.render.html import (
-    HtmlReport,
-    html_available,
-    large,
-    overview_of,
-    write_html_report,
-)
-from pytest_wfbench.render.html.page import DISTRIBUTIONS
+from pytest_wfbench.render.html import HtmlReport, html_available, large, write_html_report
 from pytest_wfbench.render.sections import overhead_section_of, trust_sections_of
 from pytest_wfbench.report import render_markdown
 from pytest_wfbench.review.quality import review_quality_section
@@ -314,19 +307,19 @@ def write_report(store: ResultsStore, *, baseline_arm: str | None = None,
 
 
 def _write_html(store: ResultsStore, report: OutDirReport) -> HtmlReport:
-    overview = None
+    table = None
+    rows: list[dict[str, Any]] = []
     if large(len(report.table.positions)):
         # Every cell in the grid and plots, from the table; the listed cells
         # whole (the table keeps them): no row is read again.
-        overview = overview_of(report.table, [name for name, _ in DISTRIBUTIONS])
-        rows = overview.detailed
+        table = report.table
     else:
         # The page shows every cell whole (stages, steps, transcripts): its rows
         # are read again, in full.
         rows = latest_per_cell(iter_rows(store.results, report.record.get("sweep_id")))
     return write_html_report(store, report.summary, rows, report.provenance,
                              sections=report.sections, promotions=report.promotions,
-                             overview=overview, markdown=report.files[REPORT])
+                             table=table, markdown=report.files[REPORT])
 
 
 def partial_state(out_dir: Path) -> str | None:

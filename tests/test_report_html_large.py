@@ -66,10 +66,13 @@ def test_the_outcome_from_the_columns_is_the_rows_own() -> None:
                                          "excluded", "skipped"}
 
 
-def test_the_runs_drawn_are_evenly_spaced_by_value_the_ends_among_them(
+def test_the_runs_drawn_are_evenly_spaced_in_order_of_value_the_ends_among_them(
         small_limits: None) -> None:
     rows = [row("t", "a", run, resolved=True, cost_usd=float((run * 37) % 101))
             for run in range(101)]
+    skewed = [row("t", "a", run, resolved=True, cost_usd=float(run) ** 3) for run in range(9)]
+    drawn = overview_of(Table.of(skewed), ["cost_usd"]).spreads["cost_usd"]["a"].drawn
+    assert [value for value, _, _ in drawn] == [0.0, 8.0, 64.0, 216.0, 512.0]  # by rank
     rows.append(row("t", "a", 200, resolved=True, cost_usd=None))  # no figure: left out
     spread = overview_of(Table.of(rows), ["cost_usd"]).spreads["cost_usd"]["a"]
     assert [value for value, _, _ in spread.drawn] == [0.0, 25.0, 50.0, 75.0, 100.0]
@@ -168,3 +171,47 @@ def test_a_sweep_at_the_limit_shows_every_cell_whole(
     page = html.path.read_text()
     assert sorted(CELL.findall(page)) == sorted(r["cell_id"] for r in rows)
     assert "more than" not in page
+
+
+def lane_row(run: int) -> dict[str, Any]:
+    return row("loop", "git", run, resolved=True, lane="tool-cost", transport="local_file",
+               totals={},
+               steps=[{"operation": "push", "step_kind": "vcs", "elapsed_ms": 4.0 + run,
+                       "measured": True}])
+
+
+def test_every_lane_row_reaches_the_lanes_whatever_is_shown_whole(small_limits: None) -> None:
+    rows = [*runs("a", "baseline", "XXXXXX"), *[lane_row(run) for run in (1, 2, 3)]]
+    seen = overview_of(Table.of(rows), METRICS)
+    assert len(seen.detailed) == 4 and len(seen.lane_rows) == 3
+    page = render_html(summarize(rows[:6]), seen.detailed, PROVENANCE, overview=seen)
+    assert "Tool-cost scenarios and subjects" in page and 'id="lanes"' in page
+    assert page.count('data-task="loop"') >= 1
+    # the lane grid has a square per lane run, each its own run number
+    lane_grid = page[page.index("Tool-cost scenarios and subjects"):]
+    lane_grid = lane_grid[:lane_grid.index("</table>")]
+    assert len(re.findall(r'class="sq f o-', lane_grid)) == 3
+
+
+def test_harness_errors_are_shown_whole_before_other_excluded_runs(small_limits: None) -> None:
+    rows = [*runs("a-task", "arm", "XXXXXX"), row("z-task", "arm", 1, kind="harness-error")]
+    seen = overview_of(Table.of(rows), METRICS)
+    assert "z-task-arm-r1" in [r["cell_id"] for r in seen.detailed]
+    assert [r["cell_id"] for r in seen.detailed] == sorted(
+        r["cell_id"] for r in seen.detailed)  # shown in row order
+
+
+def test_a_large_page_that_fails_is_reported_not_raised(
+        tmp_path: Path, small_limits: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    results = ResultsStore(tmp_path, Redactor([]))
+    results.prepare()
+    for r in sweep_rows():
+        results.append(dict(r, sweep_id="s1"))
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("boom")
+
+    monkeypatch.setattr("pytest_wfbench.render.html.glue.overview_of", broken)
+    report, html = write_report(results)
+    assert html.failed and html.path is None and "ValueError: boom" in html.line
+    assert (tmp_path / "report.md").read_text() == report.files["report.md"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from operator import add, itemgetter
 from typing import Any
 
@@ -141,8 +142,8 @@ class Table:
         if all(_whole(column) for column in columns):
             # Whole numbers below 2**53 add up exactly as floats: their totals,
             # summed in C.
-            a, b, c, d = columns
-            return list(map(add, map(add, map(add, a, b), c), d))
+            a, b, c, d = columns  # + 0.0: -0.0 totals 0.0, as int(-0.0) does
+            return list(map(add, map(add, map(add, map(add, a, b), c), d), repeat(0.0)))
         return [float(_count(a) + _count(b) + _count(c) + _count(d))
                 for a, b, c, d in zip(*columns, strict=True)]
 

@@ -13,8 +13,9 @@ from typing import Any
 
 from pytest_wfbench.aggregate import Summary
 from pytest_wfbench.render.html.cell import ReadArtifact
-from pytest_wfbench.render.html.overview import Overview
+from pytest_wfbench.render.html.overview import overview_of
 from pytest_wfbench.store import ARTIFACTS, ResultsStore
+from pytest_wfbench.table import Table
 
 HTML_REPORT = "report.html"
 HTML_HINT = ("wfbench: no report.html: it needs Jinja2 "
@@ -78,7 +79,7 @@ class HtmlReport:
 def write_html_report(store: ResultsStore, summary: Summary, rows: Sequence[Mapping[str, Any]],
                       provenance: Mapping[str, Any], *, sections: Sequence[str] = (),
                       promotions: Sequence[Mapping[str, Any]] = (),
-                      overview: Overview | None = None,
+                      table: Table | None = None,
                       markdown: str | None = None) -> HtmlReport:
     """report.html in the store's out dir, when Jinja2 is installed. A failure
     to render is reported, not raised: report.md and the rows are written
@@ -88,6 +89,12 @@ def write_html_report(store: ResultsStore, summary: Summary, rows: Sequence[Mapp
     from pytest_wfbench.render.html import render_html
 
     try:
+        overview = None
+        if table is not None:  # a large sweep: see pytest_wfbench.render.html.overview
+            from pytest_wfbench.render.html.page import DISTRIBUTIONS
+
+            overview = overview_of(table, [name for name, _ in DISTRIBUTIONS])
+            rows = overview.detailed
         page = render_html(summary, rows, provenance, promotions=promotions, sections=sections,
                            read_artifact=read_artifacts(store.out_dir), overview=overview,
                            markdown=markdown)

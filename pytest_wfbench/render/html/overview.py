@@ -7,8 +7,8 @@ a 413 MB page in 76 s, parsing every row again and reading every cell's
 artifacts, a page no browser opens. Past :data:`DETAIL_CELLS` cells the page
 instead shows, for every cell, its outcome counted in the task x arm grid (one
 square per outcome of each task and arm, with its count), and its figure in the
-distributions (at most :data:`DOTS_PER_ARM` dots per arm, evenly spaced by
-value; the bar is the median of every run); and the detail (error, stages,
+distributions (at most :data:`DOTS_PER_ARM` dots per arm, evenly spaced in the
+order of their values; the bar is the median of every run); and the detail (error, stages,
 steps, transcripts, patch) of the cells the report lists one by one, which the
 table keeps whole: suspicious wins, harness errors, excluded runs, the
 tool-cost lanes, kept workspaces, skipped cells, at most :data:`LISTED_CELLS`.
@@ -36,9 +36,11 @@ DOTS_PER_ARM = 400
 NEGATIVE_KINDS = frozenset(name for name, kind in ERROR_KINDS.items()
                            if kind.error_class is ErrorClass.VALID_NEGATIVE)
 """The error kinds whose rows are valid negatives (a row's ``error_class``)."""
-DETAIL_ORDER = ("suspicious", "failure", "excluded", "negative", "resolved", "skipped")
-"""Which listed cells a large page details first: suspicious wins, then
-harness errors and other failures, excluded runs; skipped cells last."""
+DETAIL_ORDER = ("suspicious", "harness-error", "failure", "excluded", "negative", "resolved",
+                "skipped")
+"""Which listed cells a large page details first: suspicious wins, harness
+errors (counted or not), other counted failures, excluded runs; skipped cells
+last."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,8 @@ class Spread:
 
     drawn: list[tuple[float, str, str]]
     """(value, cell id, outcome) of the runs drawn: every run, or DOTS_PER_ARM
-    evenly spaced by value, the smallest and the largest among them."""
+    evenly spaced by rank (in order of value), the smallest and the largest
+    among them."""
     median: float
     """Of every run."""
     runs: int
@@ -86,6 +89,9 @@ class Overview:
     """Distribution metric -> arm -> its counted runs' values."""
     detailed: list[Row]
     """The listed cells shown whole (LISTED_CELLS at most), in row order."""
+    lane_rows: list[Row]
+    """Every tool-cost lane row (each is listed, so kept whole): the lanes'
+    grid and plots, whichever of them are shown whole."""
     listed: int
     """How many cells the report lists (``detailed`` may be fewer)."""
 
@@ -123,15 +129,16 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
     distributions' (``tokens`` is the total of the usage fields)."""
     positions = table.positions
     outcomes = [outcome_at(table, i) for i in positions]
-    agent = set(table.agent(positions))
     task_of, arm_of, cell_of = table.obj("task"), table.obj("arm"), table.obj("cell_id")
-    kept = table.kept
+    kept, lane_of = table.kept, table.obj("lane")
+    # The page's agent rows: lane "agent" or none (a kept row's own lane).
+    agent = {i for i in positions
+             if (kept[i].get("lane") if i in kept else lane_of[i]) in (None, "agent")}
     # A kept row that is not listed (an audit or review row) is a projection.
     listed = sorted((i for i in positions if i in kept and is_listed(kept[i])),
                     key=lambda i: row_order(kept[i]))
-    rank = {name: place for place, name in enumerate(DETAIL_ORDER)}
     limit = LISTED_CELLS
-    chosen = sorted(listed, key=lambda i: rank.get(outcome(kept[i]), len(rank)))[:limit]
+    chosen = sorted(listed, key=lambda i: _detail_rank(kept[i]))[:limit]
     shown = set(chosen)
     detailed = [kept[i] for i in listed if i in shown]
     link: dict[tuple[str, str, str], str] = {}
@@ -155,7 +162,16 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
         dots_per_arm=max(dots, 2), counts=Counter(outcomes), squares=squares,
         tasks=sorted({str(task_of[i]) for i in positions}),
         arms=sorted({str(arm_of[i]) for i in positions}),
-        spreads=spreads, detailed=detailed, listed=len(listed))
+        spreads=spreads, detailed=detailed, listed=len(listed),
+        lane_rows=[kept[i] for i in listed if kept[i].get("lane") == "tool-cost"])
+
+
+RANK = {name: place for place, name in enumerate(DETAIL_ORDER)}
+
+
+def _detail_rank(row: Row) -> int:
+    kind = "harness-error" if row.get("error_kind") == "harness-error" else outcome(row)
+    return RANK.get(kind, len(RANK))
 
 
 def _spreads(table: Table, by_arm: dict[str, list[int]], name: str,

@@ -194,7 +194,8 @@ def _distributions(rows: Sequence[Row], arms: list[str], colour: dict[str, str],
         note = "Filled: resolved; hollow: not resolved. The bar is the median."
         if overview is not None:
             note = (f"Filled: resolved; hollow: not resolved. At most {overview.dots_per_arm} runs "
-                    "drawn per arm, evenly spaced by value; the bar is the median of all.")
+                    "drawn per arm, evenly spaced in order of value; the bar is the median "
+                    "of all.")
         charts.append(Chart(title, strip_chart([g for g in groups if g[1]], label, colour,
                                                medians=medians), note))
     return charts
@@ -266,6 +267,8 @@ def build_page(summary: Summary, rows: Sequence[Row], provenance: Mapping[str, A
                                           *row_order(r)))
     agent = [r for r in ordered if (r.get("lane") or "agent") == "agent"]
     lane = [r for r in ordered if r.get("lane") == "tool-cost"]
+    if overview is not None:  # every lane row, whether or not it is shown whole
+        lane = sorted(overview.lane_rows, key=row_order)
     arms = [a.arm for a in summary.arms]
     colour = colours(arms)
     banners = []
@@ -313,8 +316,8 @@ def _detail_note(overview: Overview) -> str:
             "the report lists one by one (suspicious wins, harness errors, excluded runs, "
             "skipped cells, the tool-cost lanes, kept workspaces)")
     if overview.listed > shown:
-        note += (f", {shown:,} of {overview.listed:,} (suspicious wins first, skipped cells "
-                 "last)")
+        note += (f", {shown:,} of {overview.listed:,} (suspicious wins first, then harness "
+                 "errors, failures and excluded runs; skipped cells last)")
     return note + ". Every cell's row is in results.jsonl, its files in artifacts/."
 
 
