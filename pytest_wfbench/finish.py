@@ -5,7 +5,9 @@ none, the session's state in sweep.json, the report rendered from the out dir
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -102,7 +104,14 @@ def finish_sweep(sweep: Sweep, session: pytest.Session, selected: dict[str, str]
 
 def summary_lines(sweep: Sweep, finished: Finished) -> list[tuple[str, Markup]]:
     """The terminal summary, redacted: the arms, then what must stand out."""
-    redact = sweep.redactor.clean
+    return terminal_lines(finished, sweep.redactor.clean, work_dir=sweep.identity.work_dir,
+                          results=sweep.store.results, min_kill_rate=sweep.options.min_kill_rate)
+
+
+def terminal_lines(finished: Finished, redact: Callable[[str], str], *, work_dir: Path,
+                   results: Path, min_kill_rate: float) -> list[tuple[str, Markup]]:
+    """:func:`summary_lines` of a sweep's finished report (its out dir is the
+    results file's folder)."""
     summary, rows = finished.report.summary, finished.report.kept_rows  # what it lists
     out: list[tuple[str, Markup]] = []
 
@@ -124,7 +133,7 @@ def summary_lines(sweep: Sweep, finished: Finished) -> list[tuple[str, Markup]]:
             f"{', '.join(unrun[:10])}{' ...' if len(unrun) > 10 else ''}", yellow=True)
     kept = [(r["cell_id"], r["kept_workspace"]) for r in rows if r.get("kept_workspace")]
     if kept:
-        say(f"wfbench: workspaces kept (work dir {sweep.identity.work_dir}):")
+        say(f"wfbench: workspaces kept (work dir {work_dir}):")
         for cell_id, path in kept:
             say(f"  {cell_id}: {path}")
     for line in spend_lines(finished.report.table):
@@ -132,15 +141,15 @@ def summary_lines(sweep: Sweep, finished: Finished) -> list[tuple[str, Markup]]:
     for line in promotion_lines(finished.report.promotions):
         say(line, bold=True)
     for audit in audit_tasks(finished.report.audit_rows):
-        verdicts = audit.verdicts(sweep.options.min_kill_rate)
+        verdicts = audit.verdicts(min_kill_rate)
         say(f"wfbench audit: {audit.task}: {'; '.join(verdicts)}",
             green=verdicts == ["sound"], red=verdicts != ["sound"])
-    state = partial_state(sweep.identity.out_dir)
+    state = partial_state(results.parent)
     if state is not None:
         say(f"wfbench: {state}", yellow=True, bold=True)
-    say(f"wfbench report: {sweep.identity.out_dir / REPORT}")
+    say(f"wfbench report: {results.parent / REPORT}")
     html = finished.html
     say(html.line, red=html.failed, yellow=html.path is None and not html.failed)
-    say(f"wfbench rows:   {sweep.store.results}")
+    say(f"wfbench rows:   {results}")
     return out
 

@@ -162,12 +162,14 @@ def overlay_unavailable(scratch: Path, bwrap: str) -> str | None:
         shutil.rmtree(probe, ignore_errors=True)
         return (f"the harness cannot write an overlay layer in {scratch} (user extended "
                 f"attributes, whiteouts): {error.strerror}")
-    inner = ("rm /workspace/gone && echo new > /workspace/dir/new && "
-             "test -f /workspace/dir/kept")
+    # Mounted under a tmpfs of the sandbox's own: bwrap cannot make a mount point
+    # in the host's root, bound read-only (no /workspace there on most hosts).
+    inner = ("rm /tmp/workspace/gone && echo new > /tmp/workspace/dir/new && "
+             "test -f /tmp/workspace/dir/kept")
     command = [*overlay.prefix(unshare), bwrap, "--die-with-parent", "--unshare-all",
                "--unshare-user", "--uid", "1000", "--gid", "1000", "--cap-drop", "ALL",
-               "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-               "--bind", str(overlay.merged), "/workspace", "/bin/sh", "-c", inner]
+               "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+               "--bind", str(overlay.merged), "/tmp/workspace", "/bin/sh", "-c", inner]
     try:
         result = subprocess.run(command, capture_output=True, timeout=60, check=False,
                                 env={"PATH": "/usr/bin:/bin"})
