@@ -55,10 +55,12 @@ SELECTED = "selected.json"
 def build(out: Path) -> dict[str, Any]:
     """What a sweep's controller does with its rows at its end (finish.py): the
     selected cells without a row (none here), a compaction (nothing to
-    supersede here), and the report written (``outdir.write_report``): report.md
+    supersede here), the report written (``outdir.write_report``): report.md
     and report.html, its template compiled first, as the controller does while
-    its workers run."""
+    its workers run; and the terminal summary's lines."""
     from pytest_wfbench import outdir
+    from pytest_wfbench.audit.report import DEFAULT_MIN_KILL_RATE
+    from pytest_wfbench.finish import Finished, terminal_lines
     from pytest_wfbench.redact import Redactor
     from pytest_wfbench.render.html import html_available, prepare_html
     from pytest_wfbench.rowcache import CacheUse
@@ -79,6 +81,8 @@ def build(out: Path) -> dict[str, Any]:
     store.compact()
     finish = time.perf_counter() - start
     report, html = outdir.write_report(store, use=use)
+    lines = terminal_lines(Finished(report, html), store.redactor.clean, work_dir=out,
+                           results=store.results, min_kill_rate=DEFAULT_MIN_KILL_RATE)
     wall = time.perf_counter() - start
     if unrun:
         raise RuntimeError(f"{len(unrun)} of {out}'s cells have no row, e.g. {unrun[0]}")
@@ -92,6 +96,7 @@ def build(out: Path) -> dict[str, Any]:
             "report_sha256": hashlib.sha256(text.encode()).hexdigest(),
             "report_bytes": len(text.encode()),
             "html_sha256": hashlib.sha256(page).hexdigest(), "html_bytes": len(page),
+            "terminal_lines": len(lines),
             "cache": vars(use)}
 
 

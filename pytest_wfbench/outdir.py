@@ -11,6 +11,7 @@ renders the report one machine would have.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,7 +48,7 @@ from pytest_wfbench.store import (
     ResultsStore,
     iter_rows,
 )
-from pytest_wfbench.table import Table
+from pytest_wfbench.table import Table, gather, known
 
 PROMOTION = "promotion.json"
 STATE_LINES = {
@@ -334,25 +335,23 @@ def partial_state(out_dir: Path) -> str | None:
 
 
 def spend_lines(table: Table) -> list[str]:
-    """What the sweep spent, per arm and in all: tokens, and cost where measured."""
-    per_arm: dict[str, list[float]] = {}
-    cost_known: dict[str, bool] = {}
+    """What the sweep spent, per arm and in all: tokens, and cost where measured
+    (each an exact sum, math.fsum's, of the fresh cells' figures, a null as 0)."""
     status, reused, arm_of = table.obj("status"), table.flag("reused"), table.obj("arm")
+    by_arm: dict[str, list[int]] = {}
+    for i in table.positions:
+        if status[i] == "ran" and reused[i] != 1:
+            by_arm.setdefault(str(arm_of[i]), []).append(i)
     usage = [table.number(key) for key in (
         "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
         "output_tokens")]
-    cost_of = table.number("cost_usd")
-    for i in table.positions:
-        if status[i] != "ran" or reused[i] == 1:
-            continue
-        arm = str(arm_of[i])
-        tokens = sum(value if (value := column[i]) == value else 0.0 for column in usage)
-        totals = per_arm.setdefault(arm, [0.0, 0.0])
-        totals[0] += tokens
-        cost = cost_of[i]
-        if cost == cost:
-            totals[1] += cost
-            cost_known[arm] = True
+    per_arm: dict[str, list[float]] = {}
+    cost_known: dict[str, bool] = {}
+    for arm, members in by_arm.items():
+        costs = known(gather(table.number("cost_usd"), members))
+        per_arm[arm] = [math.fsum(math.fsum(known(gather(column, members)))
+                                  for column in usage), math.fsum(costs)]
+        cost_known[arm] = bool(costs)
     if not any(tokens for tokens, _ in per_arm.values()):
         return []
     parts = [f"{arm} {tokens:,.0f} tokens" + (f" ${cost:,.4f}" if cost_known.get(arm) else "")

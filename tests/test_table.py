@@ -310,3 +310,17 @@ def test_known_values_leave_out_nulls_and_keep_the_rest_in_order() -> None:
     assert known((math.inf, -math.inf, 1.0)) == [math.inf, -math.inf, 1.0]  # their sum is NaN
     assert known((math.nan,)) == []
     assert known(()) == ()
+
+
+def test_the_spend_line_sums_each_arms_fresh_cells() -> None:
+    from pytest_wfbench.outdir import spend_lines
+
+    rows = [row("t", "a", 1, input_tokens=1000, output_tokens=234, cost_usd=0.1),
+            row("t", "a", 2, input_tokens=None, output_tokens=66, cost_usd=0.2),
+            row("t", "a", 3, input_tokens=10**6, cost_usd=5.0, reused=True),  # not spent now
+            row("t", "a", 4, status="skipped", input_tokens=10**6),
+            row("t", "b", 1, input_tokens=7, cost_usd=None),
+            row("t", "b", 2, cache_read_input_tokens=3, cost_usd=None)]
+    assert spend_lines(Table.of(rows)) == [
+        "wfbench spend: a 1,300 tokens $0.3000; b 10 tokens; sweep 1,310 tokens $0.3000"]
+    assert spend_lines(Table.of([row("t", "a", 1)])) == []  # nothing spent: no line
