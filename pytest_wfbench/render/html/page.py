@@ -165,7 +165,7 @@ def _dots(rows: Sequence[Row], arms: list[str], name: str) -> list[tuple[str, li
 
 def _spaced_dots(overview: Overview, arms: list[str],
                  name: str) -> tuple[list[tuple[str, list[Dot]]], dict[str, float]]:
-    """A large sweep's dots (evenly spaced by value) and every run's median."""
+    """A large sweep's dots (evenly spaced in order of value) and every run's median."""
     found = overview.spreads.get(name, {})
     groups = [(arm, [Dot(value, f"{cell_id}: {fmt(value, 4)} ({kind})", kind)
                      for value, cell_id, kind in (found[arm].drawn if arm in found else [])])
