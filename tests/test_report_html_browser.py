@@ -268,3 +268,43 @@ def test_an_agent_cell_shows_its_transcript_as_turns(
     assert page.locator("script").count() == 1
     assert_loads_cleanly(browser, report)
     keep_screenshot(page, tmp_path, "report-agent.png")
+
+
+def test_a_large_sweeps_page_filters_its_counted_grid_and_opens_a_listed_cell(
+    browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_wfbench.aggregate import summarize
+    from pytest_wfbench.render.html import overview, render_html
+    from pytest_wfbench.render.html.overview import overview_of
+    from pytest_wfbench.render.html.page import DISTRIBUTIONS
+    from pytest_wfbench.table import Table
+    from tests.rows import runs
+
+    monkeypatch.setattr(overview, "DETAIL_CELLS", 10)
+    monkeypatch.setattr(overview, "LISTED_CELLS", 3)
+    rows = [*runs("t1", "baseline", "RRFX", cost_usd=0.5), *runs("t1", "workflow", "RXR-",
+                                                                    cost_usd=0.2),
+            *runs("t2", "baseline", "RFFX", cost_usd=0.6), *runs("t2", "workflow", "RRRX",
+                                                                    cost_usd=0.3)]
+    seen = overview_of(Table.of(rows), [name for name, _ in DISTRIBUTIONS])
+    report = tmp_path / "report.html"
+    report.write_text(render_html(summarize(rows), seen.detailed,
+                                  {"sweep_id": "s1", "suite": "big"}, overview=seen))
+    page = browser.open(report)
+    assert f"{len(rows)} cells" in page.inner_text("header")
+    # One square per task, arm and outcome, with its runs; 3 cells shown whole.
+    squares = page.locator("a.sq")
+    assert sum(int(squares.nth(i).inner_text()) for i in range(squares.count())) == len(rows)
+    assert len(visible_cells(page)) == 3
+    assert page.inner_text("#filter-count") == "3 of 3 cells shown whole"
+    page.select_option("select[data-filter=outcome]", "excluded")
+    assert all(page.locator("a.sq:visible").nth(i).get_attribute("data-outcome") == "excluded"
+               for i in range(page.locator("a.sq:visible").count()))
+    assert page.locator("a.sq:visible").count() == 4  # one per task and arm with one
+    assert page.inner_text("#filter-count").endswith("of 3 cells shown whole")
+    page.click("#filter-reset")
+    linked = page.locator("a.sq[href]").first
+    target = (linked.get_attribute("href") or "").lstrip("#")
+    linked.click()
+    assert page.locator(f"[id='{target}']").get_attribute("open") is not None
+    assert_loads_cleanly(browser, report)

@@ -110,6 +110,7 @@ def test_a_large_page_counts_every_cell_and_shows_the_listed_ones_whole(
     assert {"t1-workflow-r9", "t3-workflow-r9"} <= set(shown)
     assert not any(outcome(r) == "skipped" for r in rows if r["cell_id"] in shown)
     assert "more than 10" in page and f"4 of {seen.listed}" in page
+    assert 'data-noun="cells shown whole">4 of 4 cells shown whole</span>' in page
     # A square links to a cell only when that cell is on the page.
     for _, href, *_ in squares:
         assert not href or href in shown

@@ -24,7 +24,8 @@
     var want = wanted();
     items.forEach(function (element) { element.hidden = !matches(element, want); });
     var shown = cells.filter(function (cell) { return !cell.hidden; }).length;
-    count.textContent = shown + " of " + cells.length + " cells";
+    count.textContent = shown + " of " + cells.length + " " +
+      (count.getAttribute("data-noun") || "cells");
   }
 
   function openTarget() {
