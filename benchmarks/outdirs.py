@@ -109,7 +109,8 @@ def agent_row(rng: random.Random, task: str, arm: str, run: int) -> dict[str, An
         "output_tokens": 0 if skipped else output_tokens,
         "phases": [] if skipped else [{"name": "work", "session_id": f"{rng.getrandbits(64):016x}",
                                        "duration_s": session_s, "num_turns": 12,
-                                       "skill_invoked": True, **usage}],
+                                       "skill_invoked": True, **usage,
+                                       "transcript": f"artifacts/{cell_id}.work.transcript.jsonl"}],
         "plugin": None, "random_seed": None, "recorded_at": "2026-12-01T01:00:00Z",
         "resolved": resolved, "reused": False, "reused_from": None, "review": None,
         "review_scored": None, "run": run, "sandbox_backend": "bubblewrap",
@@ -134,12 +135,55 @@ def cell_ids(shape: RowsShape) -> list[str]:
             for arm in ARMS[:shape.arms] for run in range(1, shape.runs + 1)]
 
 
+def transcript_text(turns: int = 40) -> str:
+    """A session's transcript as the Claude Code CLI writes it (JSON lines):
+    a prompt, then per turn the assistant's text and tool call, each line with
+    the response's usage, and the tool's result; about 180 KB."""
+    usage = {"input_tokens": 1200, "output_tokens": 80, "cache_creation_input_tokens": 300,
+             "cache_read_input_tokens": 9000}
+    lines = [{"type": "user", "message": {"role": "user",
+                                          "content": "Fix the failing test; run the suite."}}]
+    for turn in range(turns):
+        call = f"toolu_{turn:03d}"
+        command = f"sed -n 1,200p src/module_{turn}.py && python -m pytest -q tests/ " + "-k x" * 50
+        for content in ([{"type": "text", "text": f"Turn {turn}: I will look at the module."}],
+                        [{"type": "tool_use", "id": call, "name": "Bash",
+                          "input": {"command": command}}]):
+            lines.append({"type": "assistant", "message": {
+                "role": "assistant", "id": f"msg_{turn:03d}", "model": "claude-sonnet-4-5",
+                "content": content, "usage": usage}})
+        lines.append({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call,
+             "content": ("a line of the command's output " * 8 + "\n") * 14}]}})
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+PATCH = "".join(["diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n",
+                 "+++ b/src/calc.py\n@@ -1,80 +1,80 @@\n",
+                 *(f"-    return old_value_{i}\n+    return new_value_{i}\n" for i in range(80))])
+
+
+def _link_artifacts(out: Path, row: dict[str, Any], sources: dict[str, Path]) -> None:
+    """The artifacts of a row the report lists (the page shows it whole): links
+    to one transcript and one patch, read as a real sweep's would be."""
+    for name in row["artifacts"]:
+        kind = "patch" if name.endswith(".patch") else "transcript"
+        (out / name).hardlink_to(sources[kind])
+
+
 def write_outdir(out: Path, shape: RowsShape, seed: int = 7) -> Path:
     """An out dir of ``shape.rows`` rows (results.jsonl, sweep.json,
-    environment.json), as a finished sweep leaves it; returns it."""
+    environment.json, the listed rows' artifacts), as a finished sweep leaves
+    it; returns it."""
+    from pytest_wfbench.projection import listed
+
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     (out / "artifacts").mkdir(exist_ok=True)
+    sources = {"patch": out / "bench-source.patch",
+               "transcript": out / "bench-source.transcript.jsonl"}
+    sources["patch"].write_text(PATCH)
+    sources["transcript"].write_text(transcript_text())
     width = len(str(shape.tasks - 1))
     with (out / "results.jsonl").open("w", encoding="utf-8") as results:
         for t in range(shape.tasks):
@@ -151,6 +195,8 @@ def write_outdir(out: Path, shape: RowsShape, seed: int = 7) -> Path:
                         row.update(status="ran", error_kind="harness-error", counted=True,
                                    error_detail="KeyError: 'x'", resolved=False)
                     results.write(json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n")
+                    if listed(row):
+                        _link_artifacts(out, row, sources)
     record = {
         "harness_version": "0.1.0", "out_dir": str(out), "schema_version": 1,
         "sessions": [{"finished_at": "2026-12-01T02:00:00Z", "plan": {}, "reason": None,

@@ -27,9 +27,9 @@ from pytest_wfbench.projection import listed as is_listed
 from pytest_wfbench.render.html.cell import OUTCOME_LABELS, outcome
 from pytest_wfbench.table import Table, gather
 
-DETAIL_CELLS = 2_000
+DETAIL_CELLS = 500
 """A sweep of at most this many cells shows every cell whole."""
-LISTED_CELLS = 500
+LISTED_CELLS = 100
 """A larger sweep's page shows at most this many of its listed cells whole."""
 DOTS_PER_ARM = 400
 """Of a large sweep's distributions, the dots drawn per arm."""
