@@ -4,15 +4,17 @@ cells the report lists. Pure.
 
 A page that shows every cell whole grows with the cells: 100,000 of them made
 a 413 MB page in 76 s, parsing every row again and reading every cell's
-artifacts, a page no browser opens. Past :data:`DETAIL_CELLS` cells the page
-instead shows, for every cell, its outcome counted in the task x arm grid (one
-square per outcome of each task and arm, with its count), and its figure in the
+artifacts, a page no browser opens; a cell with an agent's transcript alone
+takes about 115 KB of it. Past :data:`DETAIL_CELLS` cells the page instead
+shows, for every cell, its outcome counted in the task x arm grid (one square
+per outcome of each task and arm, with its count), and its figure in the
 distributions (at most :data:`DOTS_PER_ARM` dots per arm, evenly spaced in the
-order of their values; the bar is the median of every run); and the detail (error, stages,
-steps, transcripts, patch) of the cells the report lists one by one, which the
-table keeps whole: suspicious wins, harness errors, excluded runs, the
-tool-cost lanes, kept workspaces, skipped cells, at most :data:`LISTED_CELLS`.
-Its size and time grow with the tasks and arms, not with the runs.
+order of their values; the bar is the median of every run); and the detail
+(error, stages, steps, transcripts, patch) of the cells the report lists one by
+one, which the table keeps whole: suspicious wins, harness errors, excluded
+runs, the tool-cost lanes, kept workspaces, skipped cells, at most
+:data:`LISTED_CELLS`. Its size and time grow with the tasks and arms, not with
+the runs.
 """
 
 from __future__ import annotations
