@@ -109,6 +109,24 @@ def test_a_generated_out_dir_is_the_same_bytes_every_time(tmp_path: Path) -> Non
     assert first.read_bytes().count(b'"error_kind": "harness-error"') == 1
 
 
+def test_the_aggregation_measures_a_sweeps_end_with_its_page_in_every_state(
+        tmp_path: Path) -> None:
+    """Each state (as the writers leave it, without the line log, cold, warm)
+    writes the same report.md and report.html and the terminal lines; a large
+    sweep's page (600 cells) has the listed rows' transcripts, as a sweep's end
+    reads them."""
+    from benchmarks.aggregation import measure_shape
+
+    figures = measure_shape(tmp_path, RowsShape(3, 2, 100))
+    assert figures["same_report"] and figures["rows"] == 600
+    end = figures["session_end"]
+    assert end["rows"] == 600 and end["terminal_lines"] > 3 and end["html_bytes"] > 0
+    page = (tmp_path / "rows-3x2x100" / "report.html").read_text()
+    assert "This sweep has 600 cells, more than 500" in page
+    assert "Turn 39: I will look at the module." in page  # a listed cell's transcript
+    assert set(figures["session_end_split"]) >= {"read_s", "html_overview_s", "html_page_s"}
+
+
 def test_a_stall_is_the_controllers_and_says_where_each_worker_last_was(tmp_path: Path) -> None:
     marks = tmp_path / "sweep.phases.json"
     stall = tmp_path / "sweep.phases.json.stall-{}.txt"
