@@ -28,15 +28,13 @@ from pytest_wfbench.render.html.glue import (
     read_artifacts,
     write_html_report,
 )
-from pytest_wfbench.render.html.overview import DETAIL_CELLS, Overview, large, overview_of
+from pytest_wfbench.render.html.overview import Overview, large, overview_of
 from pytest_wfbench.render.markdown import render_markdown
 
 __all__ = [
-    "DETAIL_CELLS",
     "HTML_HINT",
     "HTML_REPORT",
     "HtmlReport",
-    "Overview",
     "ReadArtifact",
     "html_available",
     "large",
