@@ -27,7 +27,7 @@ def pytest_unconfigure(config):
 '''
 REPORT_SIDE = ("pytest_wfbench.finish", "pytest_wfbench.outdir", "pytest_wfbench.render",
                "pytest_wfbench.aggregate", "pytest_wfbench.decisions", "pytest_wfbench.report",
-               "jinja2")
+               "pytest_wfbench.stats", "jinja2", "numpy")
 UNUSED_HERE = ("pytest_wfbench.lanes", "pytest_wfbench.review.fixtures",
                "pytest_wfbench.agents.proxy", "http.server")
 """A sweep of gold cells has no tool-cost lane, no review task, no agent arm."""

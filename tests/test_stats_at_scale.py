@@ -8,6 +8,7 @@ import math
 import random
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from pytest_wfbench.aggregate import TaskArm, overall_saving, overall_savings, pooled_saving
@@ -19,8 +20,8 @@ from pytest_wfbench.stats import (
     pass_hat_k,
     pass_k_series,
     ratio_of_sums_intervals,
+    resampled_batches,
     resampled_indices,
-    resampled_totals,
 )
 from pytest_wfbench.stats.sums import DrawnSums
 
@@ -70,16 +71,35 @@ def test_drawn_sums_are_the_exact_sums_rounded_once(seed: int) -> None:
     drawn_sums = DrawnSums(columns)
     assert [position for position, *_ in drawn_sums.fields] == [0, 1, 2, 3, 4, 9, 10]
     assert drawn_sums.loose == [5, 6, 7, 8]
-    for drawn in resampled_indices(size, seed=seed, resamples=50):
-        got = drawn_sums.sums(drawn)
+    assert max(count for _, _, count, _ in drawn_sums.fields) > 1  # wide ones: many limbs
+    drawn = list(resampled_indices(size, seed=seed, resamples=50))
+    got_all = drawn_sums.sums(np.array(drawn, dtype=np.intp)).tolist()
+    for indices, got in zip(drawn, got_all, strict=True):
         for column, value in zip(columns, got, strict=True):
-            values = [column[i] for i in drawn]
+            values = [column[i] for i in indices]
             assert value == math.fsum(values)
             if all(math.isfinite(v) for v in values):
                 assert value == float(sum(map(Fraction, values), Fraction(0)))
         assert [math.copysign(1, v) for v in got[:5]] == [1.0] * 5
-    assert DrawnSums([[1.5]]).sums([0]) == [1.5]
-    assert DrawnSums([[0.1] * 10]).sums(list(range(10))) == [1.0]  # sum() would say 0.99...
+    assert DrawnSums([[1.5]]).sums(np.array([[0]])).tolist() == [[1.5]]
+    # sum() would say 0.99...
+    assert DrawnSums([[0.1] * 10]).sums(np.array([list(range(10))])).tolist() == [[1.0]]
+
+
+def test_drawn_sums_near_the_limbs_bounds_are_exact() -> None:
+    """Values as wide as a limb allows, summed over as many clusters as the limb
+    was sized for (every draw the largest: the sum's worst case), and a column
+    whose unit is no float64 (2**-1074): the exact sums, rounded once."""
+    for size in (1, 2, 3, 1000, 4097):
+        top = float(2**53 - 1)
+        columns = [[top] * size, [top, *([2.0**-1074] * (size - 1))], [2.0**-1074] * size,
+                   [float(2**60 + 2**8)] * size, [0.1 + i for i in range(size)]]
+        drawn_sums = DrawnSums(columns)
+        assert drawn_sums.loose == ([1] if size > 1 else [])  # 2**53 by 2**-1074: too wide
+        draws = np.array([[0] * size, list(range(size)), [size - 1] * size], dtype=np.intp)
+        for indices, got in zip(draws.tolist(), drawn_sums.sums(draws).tolist(), strict=True):
+            for column, value in zip(columns, got, strict=True):
+                assert value == float(sum((Fraction(column[i]) for i in indices), Fraction(0)))
 
 
 @pytest.mark.parametrize("seed", [4, 20261130])
@@ -123,15 +143,27 @@ def test_resampled_indices_are_the_bootstraps_draws() -> None:
         list(resampled_indices(3, resamples=0))
 
 
-def test_resampled_totals_sum_the_values_the_bootstrap_draws() -> None:
-    rng = random.Random(9)
-    for size in (1, 2, 31):
-        values = [rng.getrandbits(700) for _ in range(size)]
-        want = [sum(values[i] for i in drawn)
-                for drawn in resampled_indices(size, seed=6, resamples=25)]
-        assert list(resampled_totals(values, seed=6, resamples=25)) == want
+def test_resampled_batches_are_the_bootstraps_draws() -> None:
+    """numpy's draws, batch by batch, are random.Random's, index for index."""
+    from pytest_wfbench.stats import bootstrap
+
+    for seed in (0, 5, -5, 2**32 - 1, 2**32, 20261130, 123456789012345678901234567890):
+        for size in (1, 2, 7, 1000):
+            want = list(resampled_indices(size, seed=seed, resamples=30))
+            got = [row for batch in resampled_batches(size, seed=seed, resamples=30)
+                   for row in batch.tolist()]
+            assert got == want
+    original = bootstrap.BATCH_DRAWS
+    try:
+        bootstrap.BATCH_DRAWS = 20  # batches of 2 resamples of 7, and one of 1
+        batches = list(resampled_batches(7, seed=3, resamples=5))
+        assert [len(batch) for batch in batches] == [2, 2, 1]
+        assert [row for batch in batches for row in batch.tolist()] == list(
+            resampled_indices(7, seed=3, resamples=5))
+    finally:
+        bootstrap.BATCH_DRAWS = original
     with pytest.raises(ValueError):
-        list(resampled_totals([1], resamples=0))
+        list(resampled_batches(3, resamples=0))
 
 
 def figures(task: str, arm: str, rng: random.Random) -> TaskArm:
@@ -203,3 +235,43 @@ def test_the_collector_is_paused_inside_and_as_before_after() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("negative_zero", [False, True])
+def test_group_medians_are_statistics_median_of_each_groups_known_values(
+        negative_zero: bool) -> None:
+    """Every group's median is statistics.median's of its values but NaN, to
+    the bit (ties of -0.0 and 0.0 in their order: the sorted way; without a
+    -0.0, the partitioned one), whatever the groups' sizes: empty, one, odd,
+    even, and one group far larger than the rest."""
+    import statistics
+
+    import numpy as np
+
+    from pytest_wfbench.stats.medians import Groups
+
+    rng = random.Random(11)
+    pool = [0.0, 1.0, 2.5, -3.0, math.nan, math.inf, -math.inf, 1e308, 1e308, 2.0**-1074,
+            *([-0.0] * 3 * negative_zero)]
+    column = [rng.choice(pool) if rng.random() < 0.5 else rng.uniform(-1e6, 1e6)
+              for _ in range(5000)]
+    sizes = [0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 40, 1000] + [rng.randrange(1, 30)
+                                                             for _ in range(200)]
+    groups = [[rng.randrange(len(column)) for _ in range(size)] for size in sizes]
+    groups.append([i for i, value in enumerate(column) if value != value][:5])  # all missing
+    found = Groups(groups).medians(np.array(column))
+    for group, members in enumerate(groups):
+        values = [column[i] for i in members]
+        present = [value for value in values if value == value]
+        want = statistics.median(present) if present else None
+        if want is not None and want != want:  # (inf + -inf) / 2: no median
+            want = None
+        got = found.median(group)
+        assert got == want, (values, got, want)
+        if got is not None and want is not None:
+            assert math.copysign(1, got) == math.copysign(1, want), (values, got, want)
+        assert found.missing[group] == len(values) - len(present)
+        if found.missing[group]:
+            assert found.median(group, all_known=True) is None
+        else:
+            assert found.median(group, all_known=True) == got

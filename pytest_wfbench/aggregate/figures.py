@@ -11,9 +11,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.stats import Interval, wilson_interval
-from pytest_wfbench.table import Table, gather, known
+from pytest_wfbench.stats.medians import Groups
+from pytest_wfbench.table import Table
 
 Row = dict[str, Any]
 
@@ -71,18 +74,22 @@ def run_number(value: float) -> int:
 
 def medians_at(table: Table, positions: Sequence[int]) -> dict[str, float | None]:
     """:func:`median_of` of every metric of METRICS over these rows of the table."""
-    if not positions:
-        return dict.fromkeys(METRICS)
-    medians: dict[str, float | None] = {
-        "tokens": statistics.median(table.tokens(positions))}
+    return group_medians(table, [positions])[0]
+
+
+def group_medians(table: Table,
+                  groups: Sequence[Sequence[int]]) -> list[dict[str, float | None]]:
+    """:func:`medians_at` of each group of rows of the table, every group's
+    median of a metric taken at once (:mod:`pytest_wfbench.stats.medians`)."""
+    if not groups:
+        return []
+    layout = Groups(groups)
+    everyone = range(table.size)
+    found = {"tokens": layout.medians(np.array(table.tokens(everyone)))}
     for name in MEASURED:
-        values = gather(table.number(name), positions)
-        present = known(values)
-        if name == "cost_usd" and len(present) < len(values):
-            medians[name] = None  # unknown is never zero
-        else:
-            medians[name] = statistics.median(present) if present else None
-    return medians
+        found[name] = layout.medians(np.frombuffer(table.number(name), dtype=np.float64))
+    return [{name: medians.median(group, all_known=name == "cost_usd")  # unknown is never 0
+             for name, medians in found.items()} for group in range(len(groups))]
 
 
 class Run(NamedTuple):
@@ -131,8 +138,17 @@ def task_arm(rows: Iterable[Row], task: str, arm: str) -> TaskArm:
     return task_arm_at(table, in_run_order(table, table.positions), task, arm)
 
 
-def task_arm_at(table: Table, members: Sequence[int], task: str, arm: str) -> TaskArm:
-    """:func:`task_arm` of these rows of the table, in row_order."""
+def counted_at(table: Table, members: Sequence[int]) -> list[int]:
+    """The rows among these that ran and are counted (in medians and resolve
+    rates), in their order."""
+    status, counted_flag = table.obj("status"), table.flag("counted")
+    return [i for i in members if status[i] == "ran" and counted_flag[i] == 1]
+
+
+def task_arm_at(table: Table, members: Sequence[int], task: str, arm: str,
+                medians: dict[str, float | None] | None = None) -> TaskArm:
+    """:func:`task_arm` of these rows of the table, in row_order (``medians``:
+    those of its counted rows, when already taken with other groups')."""
     status, counted_flag = table.obj("status"), table.flag("counted")
     resolved_flag, error_kind = table.flag("resolved"), table.obj("error_kind")
     ran = [i for i in members if status[i] == "ran"]
@@ -146,7 +162,7 @@ def task_arm_at(table: Table, members: Sequence[int], task: str, arm: str) -> Ta
         excluded=[table.row(i) for i in ran if counted_flag[i] != 1],
         error_counts=dict(sorted(Counter(str(error_kind[i]) for i in ran
                                          if error_kind[i]).items())),
-        medians=medians_at(table, counted),
+        medians=medians_at(table, counted) if medians is None else medians,
         counted_runs=[Run(run_number(run[i]), resolved_flag[i] == 1) for i in counted],
     )
 

@@ -11,6 +11,8 @@ from pytest_wfbench.aggregate.figures import (
     Row,
     TaskArm,
     combine_medians,
+    counted_at,
+    group_medians,
     in_run_order,
     task_arm_at,
 )
@@ -116,7 +118,9 @@ def summarize_table(table: Table, positions: Sequence[int], baseline_arm: str | 
     per_cell = {key: in_run_order(table, groups[key]) for key in sorted(groups)}
     tasks = sorted({task for task, _ in per_cell})
     arms = sorted({arm for _, arm in per_cell})
-    cells = {key: task_arm_at(table, group, *key) for key, group in per_cell.items()}
+    medians = group_medians(table, [counted_at(table, group) for group in per_cell.values()])
+    cells = {key: task_arm_at(table, group, *key, medians=found)
+             for (key, group), found in zip(per_cell.items(), medians, strict=True)}
     by_arm = {arm: [cells[(t, arm)] for t in tasks if (t, arm) in cells] for arm in arms}
     positions_of_arm: dict[str, list[int]] = {arm: [] for arm in arms}
     for (_, arm), group in per_cell.items():

@@ -4,14 +4,16 @@ harness cost beyond the sessions."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from pytest_wfbench.aggregate import row_order
 from pytest_wfbench.render.format import first_line, fmt
 from pytest_wfbench.render.format import table as table_lines
-from pytest_wfbench.table import Table, gather, known
+from pytest_wfbench.stats.medians import Column, Groups
+from pytest_wfbench.table import Table
 
 
 def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -66,6 +68,10 @@ def overhead_section(rows: Sequence[dict[str, Any]]) -> list[str]:
     return overhead_section_of(table, table.positions)
 
 
+def _array(column: Sequence[float]) -> Column:
+    return np.array(column, dtype=np.float64)
+
+
 def overhead_section_of(table: Table, positions: Sequence[int]) -> list[str]:
     """:func:`overhead_section` of these rows of the table."""
     status, arm_of = table.obj("status"), table.obj("arm")
@@ -76,18 +82,20 @@ def overhead_section_of(table: Table, positions: Sequence[int]) -> list[str]:
             by_arm.setdefault(str(arm_of[i]), []).append(i)
     if not by_arm:
         return []
+    arms = sorted(by_arm)
+    layout = Groups([by_arm[arm] for arm in arms])
+    cell_s, overhead_s = layout.medians(_array(duration)), layout.medians(_array(overhead))
+    stage_ms = {name: layout.medians(_array(column)) for name, column in table.stages.items()
+                if name != "session"}
     body = []
-    for arm, members in sorted(by_arm.items()):
-        durations = [duration[i] for i in members]
-        overheads = [overhead[i] for i in members]
-        total = sum(durations)
-        stages = {name: present for name, column in table.stages.items()
-                  if (present := known(gather(column, members)))}
-        slowest = sorted(((statistics.median(v), k) for k, v in stages.items()
-                          if k != "session"), reverse=True)[:3]
-        body.append([arm, str(len(members)), fmt(statistics.median(durations), 2),
-                     fmt(statistics.median(overheads), 2),
-                     "n/a" if total <= 0 else f"{sum(overheads) / total:.0%}",
+    for group, arm in enumerate(arms):
+        members = by_arm[arm]
+        total = sum(duration[i] for i in members)
+        slowest = sorted(((median, name) for name, found in stage_ms.items()
+                          if (median := found.median(group)) is not None), reverse=True)[:3]
+        body.append([arm, str(len(members)), fmt(cell_s.median(group), 2),
+                     fmt(overhead_s.median(group), 2),
+                     "n/a" if total <= 0 else f"{sum(overhead[i] for i in members) / total:.0%}",
                      ", ".join(f"{name} {ms:,.0f} ms" for ms, name in slowest)])
     return ["## Harness overhead", "",
             "A cell's duration minus its session's: template, clone, setup, judges, "

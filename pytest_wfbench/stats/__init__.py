@@ -1,5 +1,6 @@
 """Statistics for comparing arms: intervals, paired tests, the bootstrap, pass@k
-and sample sizes. Pure functions on counts and numbers, standard library only.
+and sample sizes. Pure functions on counts and numbers (numpy where a large sweep
+asks for many of them at once).
 
 Every method is named with its reference where it is defined; docs/aggregation.md
 says where the report uses each one.
@@ -14,8 +15,8 @@ from pytest_wfbench.stats.bootstrap import (
     percentile,
     percentile_interval,
     ratio_of_sums_intervals,
+    resampled_batches,
     resampled_indices,
-    resampled_totals,
     stratified_bootstrap,
 )
 from pytest_wfbench.stats.interval import Interval, z_value
@@ -45,8 +46,8 @@ __all__ = [
     "percentile",
     "percentile_interval",
     "ratio_of_sums_intervals",
+    "resampled_batches",
     "resampled_indices",
-    "resampled_totals",
     "sample_size",
     "stratified_bootstrap",
     "wilson_interval",

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
 from typing import TypeVar
 
+import numpy as np
+
 from pytest_wfbench.stats.interval import Interval
-from pytest_wfbench.stats.sums import DrawnSums
+from pytest_wfbench.stats.sums import DrawnSums, Draws
 
 T = TypeVar("T")
 
@@ -107,16 +109,35 @@ def resampled_indices(size: int, *, seed: int = DEFAULT_SEED,
         yield [floor(draw() * size) for _ in repeat(None, size)]
 
 
-def resampled_totals(values: Sequence[int], *, seed: int = DEFAULT_SEED,
-                     resamples: int = DEFAULT_RESAMPLES) -> Iterator[int]:
-    """For each resample :func:`resampled_indices` draws for ``len(values)``
-    clusters (the same draws), the sum of the values drawn."""
+BATCH_DRAWS = 1 << 22
+"""Draws taken in one batch of resamples (its matrices are a few of these wide)."""
+
+
+def seed_words(seed: int) -> list[int]:
+    """The seed as :class:`random.Random` keys its generator: the 32-bit words
+    of its absolute value, lowest first (numpy's legacy MT19937 keyed with
+    them gives the same stream)."""
+    words, rest = [], abs(seed)
+    while True:
+        words.append(rest & 0xFFFFFFFF)
+        rest >>= 32
+        if not rest:
+            return words
+
+
+def resampled_batches(size: int, *, seed: int = DEFAULT_SEED,
+                      resamples: int = DEFAULT_RESAMPLES) -> Iterator[Draws]:
+    """The indices :func:`resampled_indices` draws, a batch of resamples at a
+    time (one row each): the same random stream and the same arithmetic,
+    ``floor(random() * size)``, in numpy."""
     if resamples < 1:
         raise ValueError(f"a bootstrap needs at least one resample, not {resamples}")
-    size = len(values)
-    draw, floor = random.Random(seed).random, math.floor
-    for _ in range(resamples):
-        yield sum([values[floor(draw() * size)] for _ in repeat(None, size)])
+    stream = np.random.RandomState(seed_words(seed))
+    batch = max(1, BATCH_DRAWS // max(size, 1))
+    for first in range(0, resamples, batch):
+        rows = min(batch, resamples - first)
+        drawn = np.floor(stream.random_sample(rows * size) * size).astype(np.intp)
+        yield drawn.reshape(rows, size)
 
 
 def ratio_of_sums_intervals(
@@ -143,21 +164,13 @@ def ratio_of_sums_intervals(
                   distinct.setdefault(tuple(columns[p][1]), len(distinct))) for p in positions]
         drawn_sums = DrawnSums(list(distinct))
         values: list[list[float]] = [[] for _ in positions]
-        resampled: Iterable[list[float]]
-        if drawn_sums.loose or not drawn_sums.fields:
-            resampled = (drawn_sums.sums(drawn)
-                         for drawn in resampled_indices(size, seed=seed, resamples=resamples))
-        else:  # every column packed: one integer a cluster, drawn and summed at once
-            resampled = map(drawn_sums.unpacked, resampled_totals(
-                drawn_sums.packed, seed=seed, resamples=resamples))
-        for sums in resampled:
+        for draws in resampled_batches(size, seed=seed, resamples=resamples):
+            sums = drawn_sums.sums(draws)
             for (b_slot, a_slot), found in zip(slots, values, strict=True):
-                base = sums[b_slot]
-                if base == 0:
-                    continue
-                value = (base - sums[a_slot]) / base * 100.0
-                if math.isfinite(value):
-                    found.append(value)
+                base = sums[:, b_slot]
+                with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                    value = (base - sums[:, a_slot]) / base * 100.0
+                found += value[(base != 0) & np.isfinite(value)].tolist()
         for position, found in zip(positions, values, strict=True):
             intervals[position] = percentile_interval(found, resamples, confidence)
     return intervals

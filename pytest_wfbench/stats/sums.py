@@ -1,27 +1,35 @@
 """Sums of many columns over the same draws of their clusters, as a bootstrap
 takes them: each column's drawn values summed exactly and rounded once (what
-:func:`math.fsum` gives, whatever the order of the draws), all columns in one
-addition per draw.
+:func:`math.fsum` gives, whatever the order of the draws), for a batch of
+resamples at once (numpy).
 
 A finite, non-negative float is an integer times a power of two. A column's
 values are written as integers in units of its smallest such power, so that its
-drawn sum is an integer sum, exact. Those integers are packed side by side into
-one integer per cluster, each column in a field wide enough that its sum never
-carries into the next: one addition of the packed integers per draw sums every
-column, and each field, divided by its unit, is the correctly rounded sum. A
-column that cannot be packed (a negative or non-finite value, or one too wide to
-pack) is summed by :func:`math.fsum`: the same number.
+drawn sum is an integer sum, exact. Each integer is cut into limbs of a few bits
+each, few enough that a resample's sum of one limb over every draw stays below
+2**53: a float64 holds it exactly, in whatever order it is added. A batch's sums
+of every limb are then one matrix product, the counts of each cluster drawn in
+each resample times the limbs: exact. A column's limbs, shifted back together,
+divided by its unit, are the correctly rounded sum. A column that cannot be
+written so (a negative or non-finite value, or one too wide) is summed by
+:func:`math.fsum`: the same number.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from operator import itemgetter
-from typing import Any
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 MAX_FIELD_BITS = 512
-"""Wider fields (a column of values 2**-500 and 2**500 apart) are summed by fsum."""
+"""Wider columns (values 2**-500 and 2**500 apart) are summed by fsum."""
+FLOAT_SCALE = 2**1000
+"""A unit a float64 holds (so a one-limb sum is divided in float64)."""
+
+Draws = npt.NDArray[np.intp]
+"""A batch of resamples' drawn cluster indices: one row per resample."""
 
 
 def _exact(column: Sequence[float]) -> tuple[list[int], int] | None:
@@ -42,52 +50,47 @@ class DrawnSums:
     over draws of cluster indices."""
 
     def __init__(self, columns: Sequence[Sequence[float]]) -> None:
-        size = len(columns[0]) if columns else 0
+        self.size = len(columns[0]) if columns else 0
         self.columns = [tuple(column) for column in columns]
+        self.bits = 53 - self.size.bit_length()
+        """Of a limb: a sum of ``size`` of them stays below 2**53."""
         self.loose: list[int] = []
         """Columns summed by fsum."""
         self.fields: list[tuple[int, int, int, int]] = []
-        """(column, shift, mask, scale) of each packed column."""
-        integers: list[list[int]] = []
-        shift = 0
+        """(column, first limb, limbs, scale) of each column summed exactly."""
+        limbs: list[list[float]] = []
+        mask = (1 << self.bits) - 1
         for position, column in enumerate(self.columns):
             exact = _exact(column)
-            width = (max(exact[0], default=0) * max(size, 1)).bit_length() if exact else 0
+            width = max(exact[0], default=0).bit_length() if exact else 0
             if exact is None or width > MAX_FIELD_BITS:
                 self.loose.append(position)
                 continue
-            width = max(1, width)
-            self.fields.append((position, shift, (1 << width) - 1, exact[1]))
-            integers.append(exact[0])
-            shift += width
-        self.packed = tuple(
-            sum(values[cluster] << field_shift
-                for values, (_, field_shift, _, _) in zip(integers, self.fields, strict=True))
-            for cluster in range(size)) if self.fields else ()
+            count = max(1, -(-width // self.bits))
+            self.fields.append((position, len(limbs), count, exact[1]))
+            limbs += [[float((value >> (self.bits * limb)) & mask) for value in exact[0]]
+                      for limb in range(count)]
+        self.limbs = np.array(limbs, dtype=np.float64).T.copy() if limbs else None
+        """size x limbs."""
 
-    def sums(self, drawn: Sequence[int]) -> list[float]:
-        """Each column's sum over the drawn clusters (math.fsum's), in column order."""
-        take: Callable[[Sequence[Any]], tuple[Any, ...]] = (
-            itemgetter(*drawn) if len(drawn) > 1 else _first_only(drawn[0]))
-        sums = [0.0] * len(self.columns)
+    def sums(self, draws: Draws) -> npt.NDArray[np.float64]:
+        """Each resample's sum of each column over its drawn clusters (math.fsum's):
+        resamples x columns."""
+        resamples = len(draws)
+        out = np.zeros((resamples, len(self.columns)))
+        if self.limbs is not None:
+            offsets = (np.arange(resamples, dtype=np.intp) * self.size)[:, None]
+            counts = np.bincount((draws + offsets).ravel(), minlength=resamples * self.size)
+            limb_sums = counts.reshape(resamples, self.size).astype(np.float64) @ self.limbs
+            for position, first, count, scale in self.fields:
+                if count == 1 and scale <= FLOAT_SCALE:  # exact, and divided by a power of 2
+                    out[:, position] = limb_sums[:, first] / float(scale)
+                    continue
+                parts = limb_sums[:, first:first + count].astype(np.int64).tolist()
+                out[:, position] = [
+                    sum(limb << (self.bits * k) for k, limb in enumerate(row)) / scale
+                    for row in parts]
         for position in self.loose:
-            sums[position] = math.fsum(take(self.columns[position]))
-        if self.fields:
-            self._unpack(sum(take(self.packed)), sums)
-        return sums
-
-    def unpacked(self, total: int) -> list[float]:
-        """Each column's sum, from the sum of the drawn clusters' packed
-        integers (every column packed: no loose one)."""
-        sums = [0.0] * len(self.columns)
-        self._unpack(total, sums)
-        return sums
-
-    def _unpack(self, total: int, sums: list[float]) -> None:
-        for position, shift, mask, scale in self.fields:
-            sums[position] = ((total >> shift) & mask) / scale  # correctly rounded
-
-
-def _first_only(index: int) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
-    """What itemgetter of many indices gives (a tuple), for one index."""
-    return lambda column: (column[index],)
+            column = np.array(self.columns[position], dtype=np.float64)
+            out[:, position] = [math.fsum(drawn) for drawn in column[draws].tolist()]
+        return out
