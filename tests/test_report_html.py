@@ -396,3 +396,23 @@ def test_a_sweep_without_jinja2_writes_report_md_and_says_how_to_get_html(
     result.assert_outcomes(passed=1)
     assert (suite.out / "report.md").exists() and not (suite.out / HTML_REPORT).exists()
     assert result.stdout.str().count(HTML_HINT) == 1
+
+
+def test_a_markdown_table_is_each_of_its_cells_escaped_and_marked() -> None:
+    """Escaping a table at once gives each cell escaped on its own: no mark
+    reaches across a cell's border, and `|` (plain or escaped) splits as in
+    the markdown."""
+    from pytest_wfbench.render.html.tables import _cells, _table, inline
+
+    rng = random.Random(5)
+    alphabet = ["a", "|", "\\|", "`", "**", "<", ">", "&", '"', "'", " ", "x", "1"]
+    for _ in range(400):
+        lines = ["| " + " | ".join("".join(rng.choice(alphabet) for _ in range(rng.randrange(8)))
+                                   for _ in range(rng.randrange(1, 5)))
+                 + (" |" if rng.random() < 0.8 else "") for _ in range(rng.randrange(2, 6))]
+        header, body = _cells(lines[0]), [_cells(line) for line in lines[2:]]
+        want = ['<div class="table-wrap"><table class="md"><thead><tr>',
+                *(f"<th>{inline(cell)}</th>" for cell in header), "</tr></thead><tbody>",
+                *("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in cells) + "</tr>"
+                  for cells in body), "</tbody></table></div>"]
+        assert _table(lines) == want, lines

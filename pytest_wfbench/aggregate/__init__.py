@@ -24,6 +24,7 @@ from pytest_wfbench.aggregate.figures import (
     row_order,
     task_arm,
     task_arm_at,
+    token_totals,
     total_tokens,
 )
 from pytest_wfbench.aggregate.health import (
@@ -95,5 +96,6 @@ __all__ = [
     "task_arm",
     "task_arm_at",
     "task_saving",
+    "token_totals",
     "total_tokens",
 ]

@@ -15,8 +15,9 @@ import numpy as np
 
 from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.stats import Interval, wilson_interval
-from pytest_wfbench.stats.medians import Groups
+from pytest_wfbench.stats.medians import Column, Groups
 from pytest_wfbench.table import Table
+from pytest_wfbench.table.table import SUMMABLE
 
 Row = dict[str, Any]
 
@@ -77,6 +78,18 @@ def medians_at(table: Table, positions: Sequence[int]) -> dict[str, float | None
     return group_medians(table, [positions])[0]
 
 
+def token_totals(table: Table) -> Column:
+    """Every row's total of the usage fields, as :meth:`Table.tokens` gives
+    them: at once when every count is whole and small enough to add exactly
+    (the same floats), else row by row."""
+    columns = [np.array(table.number(name), dtype=np.float64) for name in USAGE_FIELDS]
+    if all(bool(np.all((column == np.floor(column)) & (np.abs(column) < SUMMABLE)))
+           for column in columns):
+        a, b, c, d = columns
+        return a + b + c + d + 0.0  # + 0.0: -0.0 totals 0.0, as Table.tokens has it
+    return np.array(table.tokens(range(table.size)), dtype=np.float64)
+
+
 def group_medians(table: Table,
                   groups: Sequence[Sequence[int]]) -> list[dict[str, float | None]]:
     """:func:`medians_at` of each group of rows of the table, every group's
@@ -84,8 +97,7 @@ def group_medians(table: Table,
     if not groups:
         return []
     layout = Groups(groups)
-    everyone = range(table.size)
-    found = {"tokens": layout.medians(np.array(table.tokens(everyone)))}
+    found = {"tokens": layout.medians(token_totals(table))}
     for name in MEASURED:
         found[name] = layout.medians(np.frombuffer(table.number(name), dtype=np.float64))
     return [{name: medians.median(group, all_known=name == "cost_usd")  # unknown is never 0

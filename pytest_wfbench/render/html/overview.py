@@ -23,11 +23,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_wfbench.aggregate import Row, row_order
+import numpy as np
+
+from pytest_wfbench.aggregate import Row, row_order, token_totals
 from pytest_wfbench.outcomes import ERROR_KINDS, ErrorClass
 from pytest_wfbench.projection import listed as is_listed
 from pytest_wfbench.render.html.cell import OUTCOME_LABELS, outcome
-from pytest_wfbench.table import Table, gather
+from pytest_wfbench.table import Table
 
 DETAIL_CELLS = 500
 """A sweep of at most this many cells shows every cell whole."""
@@ -180,24 +182,25 @@ def _spreads(table: Table, by_arm: dict[str, list[int]], name: str,
              limit: int) -> dict[str, Spread]:
     """Per arm, the runs of ``name`` that are drawn and the median of all (a
     run without the figure, NaN, left out): sorted by value, ties in the
-    table's order, from the columns (one C-level sort per arm)."""
+    table's order (one stable sort per arm, numpy's: the order :func:`sorted`
+    gives)."""
     cell_of = table.obj("cell_id")
+    column = (token_totals(table) if name == "tokens"
+              else np.array(table.number(name), dtype=np.float64))
     spreads = {}
-    for arm, members in by_arm.items():
-        values = (table.tokens(members) if name == "tokens"
-                  else gather(table.number(name), members))
-        if sum(values) != sum(values):  # a NaN among them
-            members = [i for i, value in zip(members, values, strict=True) if value == value]
-            values = [value for value in values if value == value]
-        if not members:
+    for arm, everyone in by_arm.items():
+        found = np.array(everyone, dtype=np.intp)
+        found = found[~np.isnan(column[found])]
+        if not len(found):
             continue
-        order = sorted(range(len(values)), key=values.__getitem__)
-        picks = order if len(order) <= limit else [
-            order[round(k * (len(order) - 1) / (limit - 1))] for k in range(limit)]
-        mid = len(order) // 2
-        middle = (values[order[mid]] if len(order) % 2
-                  else (values[order[mid - 1]] + values[order[mid]]) / 2)
+        members = found[np.argsort(column[found], kind="stable")].tolist()
+        values = column[members].tolist()
+        count = len(members)
+        picks = range(count) if count <= limit else [
+            round(k * (count - 1) / (limit - 1)) for k in range(limit)]
+        mid = count // 2
+        middle = values[mid] if count % 2 else (values[mid - 1] + values[mid]) / 2
         spreads[arm] = Spread(
             drawn=[(values[k], str(cell_of[members[k]]), outcome_at(table, members[k]))
-                   for k in picks], median=middle, runs=len(order))
+                   for k in picks], median=middle, runs=count)
     return spreads

@@ -14,7 +14,11 @@ CELL_BREAK = re.compile(r"(?<!\\)\|")
 
 
 def inline(text: str) -> str:
-    html = escape(text, quote=True)
+    return _marked(escape(text, quote=True))
+
+
+def _marked(html: str) -> str:
+    """Escaped text with its `code` and **bold** marked up."""
     if "`" in html:  # most cells are figures: no pattern to look for
         html = CODE.sub(r"<code>\1</code>", html)
     return BOLD.sub(r"<strong>\1</strong>", html) if "**" in html else html
@@ -30,12 +34,18 @@ def _cells(line: str) -> list[str]:
 
 
 def _table(lines: list[str]) -> list[str]:
-    header, body = _cells(lines[0]), [_cells(line) for line in lines[2:]]
+    """A table's lines as HTML. The block is escaped at once (escaping leaves
+    ``|``, backslashes and white space alone: its cells are the cells escaped),
+    and only a cell with a mark looked at again."""
+    rows = escape("\n".join(lines), quote=True).split("\n")
+    header, body = _cells(rows[0]), [_cells(line) for line in rows[2:]]
     out = ['<div class="table-wrap"><table class="md"><thead><tr>']
-    out += [f"<th>{inline(cell)}</th>" for cell in header]
+    out += [f"<th>{_marked(cell)}</th>" for cell in header]
     out.append("</tr></thead><tbody>")
     for cells in body:
-        out.append("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in cells) + "</tr>")
+        out.append("<tr><td>" + "</td><td>".join(
+            _marked(cell) if "`" in cell or "**" in cell else cell for cell in cells)
+            + "</td></tr>")
     out.append("</tbody></table></div>")
     return out
 
