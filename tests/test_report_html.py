@@ -416,3 +416,37 @@ def test_a_markdown_table_is_each_of_its_cells_escaped_and_marked() -> None:
                 *("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in cells) + "</tr>"
                   for cells in body), "</tbody></table></div>"]
         assert _table(lines) == want, lines
+
+
+GRID_TEMPLATE = """    {% for key, columns in grid.rows %}
+    <tr class="f" data-task="{{ key }}"><th>{{ key }}</th>
+      {% for column, squares in columns %}<td class="f" data-arm="{{ column }}">
+        {% for square in squares %}<a class="sq f o-{{ square.outcome }}"{% if square.href %} \
+href="{{ square.href }}"{% endif %} title="{{ square.title }}" data-task="{{ key }}" \
+data-arm="{{ column }}" data-outcome="{{ square.outcome }}">{{ square.label }}</a>{% endfor %}
+      </td>{% endfor %}
+    </tr>
+    {% endfor %}
+"""
+"""The grid's rows as the page's template wrote them, square by square."""
+
+
+def test_a_grids_rows_are_the_templates_with_every_value_escaped() -> None:
+    import jinja2
+
+    from pytest_wfbench.render.html.page import Grid, Square
+
+    hostile = ['<script>alert(1)</script>', '" onmouseover="x', "it's & <b>", "plain"]
+    rng = random.Random(2)
+    rows = [(rng.choice(hostile) + str(i), [
+        (arm, [Square(href=rng.choice(["", f"#cell-{h}"]), label=rng.choice(hostile),
+                      outcome=rng.choice(["resolved", h]), title=rng.choice(hostile))
+               for h in rng.sample(hostile, rng.randrange(0, 3))])
+        for arm in hostile]) for i in range(6)]
+    grid = Grid("t", "task", "arm", hostile, rows)
+    env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    want = env.from_string(GRID_TEMPLATE).render(grid=grid)
+    got = "".join(grid.html_rows)
+    assert got == want
+    assert "<script>" not in got and "<b>" not in got and '" onmouseover' not in got

@@ -33,7 +33,7 @@ from pytest_wfbench.table import Table
 
 DETAIL_CELLS = 500
 """A sweep of at most this many cells shows every cell whole."""
-LISTED_CELLS = 100
+LISTED_CELLS = 50
 """A larger sweep's page shows at most this many of its listed cells whole."""
 DOTS_PER_ARM = 400
 """Of a large sweep's distributions, the dots drawn per arm."""

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from markupsafe import Markup, escape
+
 from pytest_wfbench.aggregate import ArmSummary, Row, Summary, metric, row_order
 from pytest_wfbench.lanes.medians import by_transport, step_medians, total_medians
 from pytest_wfbench.render.format import fmt, fmt_cost, fmt_rate_interval
@@ -65,6 +67,29 @@ class Grid:
     column_label: str
     columns: list[str]
     rows: list[tuple[str, list[tuple[str, list[Square]]]]]
+
+    @property
+    def html_rows(self) -> list[Markup]:
+        """Each row of the grid's table, every value escaped (a large sweep's
+        grid has tens of thousands of squares: written here, not by a loop of
+        the template)."""
+        rows = []
+        for task, columns in self.rows:
+            key = escape(task)
+            parts = [f'    <tr class="f" data-task="{key}"><th>{key}</th>\n']
+            for name, squares in columns:
+                column = escape(name)
+                parts.append(f'<td class="f" data-arm="{column}">\n')
+                for square in squares:
+                    href = f' href="{escape(square.href)}"' if square.href else ""
+                    kind = escape(square.outcome)
+                    parts.append(f'<a class="sq f o-{kind}"{href} title="{escape(square.title)}"'
+                                 f' data-task="{key}" data-arm="{column}" data-outcome="{kind}">'
+                                 f"{escape(square.label)}</a>")
+                parts.append("      </td>")
+            parts.append("    </tr>\n")
+            rows.append(Markup("".join(parts)))
+        return rows
 
 
 @dataclass(frozen=True)
