@@ -118,6 +118,25 @@ def test_ratio_of_sums_intervals_of_half_integer_medians_are_the_bootstraps(seed
     assert all(interval is not None for interval in got)
 
 
+def test_ratio_of_sums_intervals_of_sums_that_do_not_exist_leave_those_resamples_out() -> None:
+    """A column with inf and -inf (a row's 1e999 and -1e999), or whose sum is
+    past the largest float: the resamples that drew such a sum have no
+    statistic; the others make the interval, and nothing raises."""
+    big = 1.7e308
+    cases = [([1.0, 2.0, 3.0, 4.0], [math.inf, -math.inf, 1.0, 1.0]),
+             ([big, big, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]),
+             ([math.inf, -math.inf, -math.inf, math.inf], [1.0, 2.0, 3.0, 4.0])]
+    got = ratio_of_sums_intervals(cases, seed=3, resamples=200)
+    for interval in got:
+        assert interval is None or (math.isfinite(interval.low)
+                                    and math.isfinite(interval.high))
+    assert got[0] is None  # most resamples draw an infinity: more than half undefined
+    assert got[2] is None  # every resample has an infinite or undefined baseline
+    # One large value among many: most resamples draw it at most once, and have a sum.
+    spread = [([big] + [1.0] * 39, [1.0] * 40)]
+    assert ratio_of_sums_intervals(spread, seed=3, resamples=200)[0] is not None
+
+
 def test_ratio_of_sums_intervals_with_one_cluster_allowed() -> None:
     cases = [([2.0], [1.0])]
     want = cluster_bootstrap([(2.0, 1.0)], pooled_saving, resamples=5, min_clusters=1)

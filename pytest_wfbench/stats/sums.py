@@ -92,5 +92,14 @@ class DrawnSums:
                     for row in parts]
         for position in self.loose:
             column = np.array(self.columns[position], dtype=np.float64)
-            out[:, position] = [math.fsum(drawn) for drawn in column[draws].tolist()]
+            out[:, position] = [_fsum(drawn) for drawn in column[draws].tolist()]
         return out
+
+
+def _fsum(values: list[float]) -> float:
+    """math.fsum's sum; NaN where it has none (inf and -inf drawn together, or
+    a sum past the largest float): a resample with no sum has no statistic."""
+    try:
+        return math.fsum(values)
+    except (ValueError, OverflowError):
+        return math.nan
