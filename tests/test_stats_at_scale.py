@@ -294,3 +294,6 @@ def test_group_medians_are_statistics_median_of_each_groups_known_values(
             assert found.median(group, all_known=True) is None
         else:
             assert found.median(group, all_known=True) == got
+    for all_known in (False, True):
+        assert found.values(all_known=all_known) == [
+            found.median(group, all_known=all_known) for group in range(len(groups))]

@@ -99,9 +99,11 @@ def group_medians(table: Table,
     layout = Groups(groups)
     found = {"tokens": layout.medians(token_totals(table))}
     for name in MEASURED:
-        found[name] = layout.medians(np.frombuffer(table.number(name), dtype=np.float64))
-    return [{name: medians.median(group, all_known=name == "cost_usd")  # unknown is never 0
-             for name, medians in found.items()} for group in range(len(groups))]
+        found[name] = layout.medians(np.array(table.number(name), dtype=np.float64))
+    columns = {name: medians.values(all_known=name == "cost_usd")  # unknown is never 0
+               for name, medians in found.items()}
+    return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(),
+                                                                     strict=True)]
 
 
 class Run(NamedTuple):

@@ -13,7 +13,7 @@ from pytest_wfbench.aggregate import row_order
 from pytest_wfbench.render.format import first_line, fmt
 from pytest_wfbench.render.format import table as table_lines
 from pytest_wfbench.stats.medians import Column, Groups
-from pytest_wfbench.table import Table
+from pytest_wfbench.table import Table, gather
 
 
 def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -90,12 +90,12 @@ def overhead_section_of(table: Table, positions: Sequence[int]) -> list[str]:
     body = []
     for group, arm in enumerate(arms):
         members = by_arm[arm]
-        total = sum(duration[i] for i in members)
+        total = sum(gather(duration, members))
         slowest = sorted(((median, name) for name, found in stage_ms.items()
                           if (median := found.median(group)) is not None), reverse=True)[:3]
         body.append([arm, str(len(members)), fmt(cell_s.median(group), 2),
                      fmt(overhead_s.median(group), 2),
-                     "n/a" if total <= 0 else f"{sum(overhead[i] for i in members) / total:.0%}",
+                     "n/a" if total <= 0 else f"{sum(gather(overhead, members)) / total:.0%}",
                      ", ".join(f"{name} {ms:,.0f} ms" for ms, name in slowest)])
     return ["## Harness overhead", "",
             "A cell's duration minus its session's: template, clone, setup, judges, "

@@ -30,6 +30,13 @@ class Medians(NamedTuple):
     medians: Column
     missing: npt.NDArray[np.intp]
 
+    def values(self, *, all_known: bool = False) -> list[float | None]:
+        """:meth:`median` of every group."""
+        found = self.medians.copy()
+        if all_known:
+            found[self.missing > 0] = np.nan
+        return [None if value != value else value for value in found.tolist()]
+
     def median(self, group: int, *, all_known: bool = False) -> float | None:
         """The group's median as a number, None where it has no known value or
         (``all_known``) any missing one."""
