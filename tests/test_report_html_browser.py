@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import ConsoleMessage, Locator, Page, sync_playwright
+from playwright.sync_api import ConsoleMessage, Locator, Page, expect, sync_playwright
 
 from tests.conftest import Suite, script_arm, task_yaml, write_suite
 from tests.fakeapi import FakeAnthropic, Usage, tool_use, turn
@@ -41,6 +41,16 @@ class Browser:
     def open(self, path: Path) -> Page:
         self.page.goto(path.as_uri())
         return self.page
+
+
+def open_by_square(page: Page, href: str) -> Locator:
+    """Click the square linking to a cell, and wait for the page's script to
+    open the cell: it does on ``hashchange``, an event that comes after the
+    click returns (reading the cell at once raced it on a loaded machine)."""
+    page.click(f"a.sq[href='{href}']")
+    cell = page.locator(f"[id='{href.removeprefix('#')}']")
+    expect(cell).to_have_attribute("open", "")
+    return cell
 
 
 @pytest.fixture
@@ -183,17 +193,14 @@ def test_the_report_of_a_sweep_renders_filters_and_keeps_arm_text_inert(
     assert visible_cells(page) == every
 
     # A square opens its cell; the vandal's file name and text show as text.
-    page.click("a.sq[href='#cell-fix-add-vandal-r1']")
-    cell = page.locator("#cell-fix-add-vandal-r1")
-    assert cell.get_attribute("open") is not None
+    cell = open_by_square(page, "#cell-fix-add-vandal-r1")
     shown = cell.inner_text()
     assert HOSTILE_NAME in shown and HOSTILE_TEXT in shown
     assert page.locator("img, textarea").count() == 0
     assert page.locator("script").count() == 1
     assert cell.locator("pre.diff .d-add").count() >= 1
     assert cell.locator("pre.diff .d-header").count() >= 1
-    page.click("a.sq[href='#cell-task_loop-hg-r1']")
-    assert page.locator("#cell-task_loop-hg-r1 table.steps").is_visible()
+    assert open_by_square(page, "#cell-task_loop-hg-r1").locator("table.steps").is_visible()
     assert_loads_cleanly(browser, report)
 
     page.click("#close-all")
@@ -244,8 +251,7 @@ def test_an_agent_cell_shows_its_transcript_as_turns(
     report = suite.out / "report.html"
     page = browser.open(report)
     assert_loads_cleanly(browser, report)
-    page.click("a.sq[href='#cell-fix-add-baseline-r1']")
-    cell = page.locator("#cell-fix-add-baseline-r1")
+    cell = open_by_square(page, "#cell-fix-add-baseline-r1")
     assistant = cell.locator(".turn.assistant")
     assert assistant.count() == 2
     assert "in 1,000 · cache w 200 · cache r 300 · out 50" in assistant.first.inner_text()
@@ -303,8 +309,5 @@ def test_a_large_sweeps_page_filters_its_counted_grid_and_opens_a_listed_cell(
     assert page.locator("a.sq:visible").count() == 4  # one per task and arm with one
     assert page.inner_text("#filter-count").endswith("of 3 cells shown whole")
     page.click("#filter-reset")
-    linked = page.locator("a.sq[href]").first
-    target = (linked.get_attribute("href") or "").lstrip("#")
-    linked.click()
-    assert page.locator(f"[id='{target}']").get_attribute("open") is not None
+    open_by_square(page, page.locator("a.sq[href]").first.get_attribute("href") or "")
     assert_loads_cleanly(browser, report)
