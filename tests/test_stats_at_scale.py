@@ -297,3 +297,23 @@ def test_group_medians_are_statistics_median_of_each_groups_known_values(
     for all_known in (False, True):
         assert found.values(all_known=all_known) == [
             found.median(group, all_known=all_known) for group in range(len(groups))]
+
+
+def test_token_totals_are_the_tables_and_past_the_largest_float_infinite() -> None:
+    """Every row's total, at once or row by row, is Table.tokens'; four counts
+    of 1e308 total inf (they raised), and a skipped row that has them does not
+    stop the report's figures of the others."""
+    from pytest_wfbench.aggregate import medians_at, summarize, token_totals
+    from pytest_wfbench.table import Table
+    from tests.rows import row
+
+    ok = row("t", "a", 1, input_tokens=10, output_tokens=5)
+    junk = row("t", "a", 2, status="skipped", input_tokens=1e308, output_tokens=1e308)
+    odd = row("t", "a", 3, input_tokens=-0.0, output_tokens=1.5, cache_read_input_tokens=2**52)
+    table = Table.of([ok, junk, odd])
+    assert token_totals(table).tolist() == table.tokens(range(3)) == [15.0, math.inf,
+                                                                      float(2**52 + 1)]
+    assert medians_at(table, [0])["tokens"] == 15.0
+    assert summarize([ok, junk]).cells[0].medians["tokens"] == 15.0
+    whole = Table.of([ok, row("t", "a", 2, input_tokens=-0.0)])
+    assert [math.copysign(1, t) for t in token_totals(whole).tolist()] == [1.0, 1.0]

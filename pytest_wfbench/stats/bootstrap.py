@@ -109,8 +109,9 @@ def resampled_indices(size: int, *, seed: int = DEFAULT_SEED,
         yield [floor(draw() * size) for _ in repeat(None, size)]
 
 
-BATCH_DRAWS = 1 << 22
-"""Draws taken in one batch of resamples (its matrices are a few of these wide)."""
+BATCH_DRAWS = 1 << 20
+"""Draws taken in one batch of resamples: its matrices (the draws, each
+resample's counts) are a few of these wide, 8 MiB each."""
 
 
 def seed_words(seed: int) -> list[int]:

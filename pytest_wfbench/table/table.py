@@ -13,6 +13,7 @@ equal to it (a number the row had as an int where a float is held, a cost of
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterable, Sequence
 from itertools import repeat
@@ -32,6 +33,16 @@ SUMMABLE = 2.0**51
 
 def _count(value: float) -> int:
     return int(value) if value - value == 0 else 0  # NaN (null) and infinities: 0
+
+
+def _total(a: float, b: float, c: float, d: float) -> float:
+    """Four counts' total as a float: past the largest float, infinite (four
+    counts of 1e308 are not a number a float holds)."""
+    total = _count(a) + _count(b) + _count(c) + _count(d)
+    try:
+        return float(total)
+    except OverflowError:
+        return math.inf if total > 0 else -math.inf
 
 
 def _whole(values: Sequence[float]) -> bool:
@@ -137,15 +148,15 @@ class Table:
 
     def tokens(self, positions: Sequence[int]) -> list[float]:
         """These rows' totals of the usage fields (aggregate.total_tokens): each
-        field as an int, null (and a count that is not finite) as 0."""
+        field as an int, null (and a count that is not finite) as 0; a total
+        past the largest float is infinite."""
         columns = [gather(self.numbers[name], positions) for name in USAGE_FIELDS]
         if all(_whole(column) for column in columns):
             # Whole numbers below 2**53 add up exactly as floats: their totals,
             # summed in C.
             a, b, c, d = columns  # + 0.0: -0.0 totals 0.0, as int(-0.0) does
             return list(map(add, map(add, map(add, map(add, a, b), c), d), repeat(0.0)))
-        return [float(_count(a) + _count(b) + _count(c) + _count(d))
-                for a, b, c, d in zip(*columns, strict=True)]
+        return list(map(_total, *columns))
 
     def value(self, name: str, index: int) -> Any:
         """A held field of one row, as the row has it (null as None)."""
