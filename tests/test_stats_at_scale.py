@@ -56,11 +56,11 @@ def half_integers(rng: random.Random, size: int, top: int) -> list[float]:
 @pytest.mark.parametrize("seed", [3, 20261130])
 def test_drawn_sums_are_the_exact_sums_rounded_once(seed: int) -> None:
     """Every column's drawn sum is math.fsum's (and the exact sum, rounded once),
-    packed or not; the packed ones take one addition per draw."""
+    in limbs or not; the exact ones as a matrix product of a batch's counts."""
     rng = random.Random(seed)
     size = 37
     columns = [half_integers(rng, size, 10), half_integers(rng, size, 2 * 10**6),
-               [rng.uniform(0, 1e3) for _ in range(size)],  # costs, durations: packed too
+               [rng.uniform(0, 1e3) for _ in range(size)],  # costs, durations: exact too
                [rng.uniform(0, 1e5) * rng.choice([1.0, 1e-9]) for _ in range(size)],
                [0.0] * size,
                [*half_integers(rng, size - 1, 99), -0.5],  # negative: loose
@@ -104,7 +104,7 @@ def test_drawn_sums_near_the_limbs_bounds_are_exact() -> None:
 
 @pytest.mark.parametrize("seed", [4, 20261130])
 def test_ratio_of_sums_intervals_of_half_integer_medians_are_the_bootstraps(seed: int) -> None:
-    """Token medians (half-integers) take the packed sums; the intervals are the
+    """Token medians (half-integers) take the exact sums; the intervals are the
     direct bootstrap's to the bit."""
     rng = random.Random(seed)
     shared = half_integers(rng, 60, 10**6)
