@@ -18,6 +18,7 @@ import pytest
 
 from benchmarks.outdirs import agent_row
 from pytest_wfbench import rowcache
+from pytest_wfbench.aggregate import token_totals
 from pytest_wfbench.outdir import build_report
 from pytest_wfbench.projection import listed, project
 from pytest_wfbench.rowcache import CACHE, CacheUse, load_entries
@@ -78,19 +79,20 @@ def test_flags_and_numbers_keep_null_apart_from_false_and_zero() -> None:
 
 @pytest.mark.parametrize("odd", [None, 1.5, -3, 2**51, 2**52 - 1, -0.0])
 def test_token_totals_are_each_fields_whole_count_whatever_the_values(odd: Any) -> None:
-    """Whole counts are summed in C; a null, a fraction or a count too large to
-    sum exactly in a float takes the field-by-field path: the same totals."""
+    """Whole counts are summed at once (aggregate.token_totals); a null, a
+    fraction or a count too large to sum exactly in a float takes the row by
+    row path (Table.tokens): the same totals."""
     rows = [row("t", "a", 1, input_tokens=10, output_tokens=7, cache_read_input_tokens=2**40),
             row("t", "a", 2, input_tokens=odd, output_tokens=2**51 - 1,
                 cache_creation_input_tokens=3)]
     rows.append(row("t", "a", 3, input_tokens=-0.0, output_tokens=-0.0,
                     cache_creation_input_tokens=-0.0, cache_read_input_tokens=-0.0))
     table = Table.of(rows)
-    totals = table.tokens([0, 1, 2])
-    assert math.copysign(1.0, totals[2]) == 1.0  # 0.0, as int(-0.0) makes it
-    assert totals == [float(sum(int(r.get(k) or 0) for k in (
-        "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-        "output_tokens"))) for r in rows]
+    for totals in (table.tokens([0, 1, 2]), token_totals(table).tolist()):
+        assert math.copysign(1.0, totals[2]) == 1.0  # 0.0, as int(-0.0) makes it
+        assert totals == [float(sum(int(r.get(k) or 0) for k in (
+            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+            "output_tokens"))) for r in rows]
 
 
 def test_a_frame_survives_marshal_and_gathering() -> None:

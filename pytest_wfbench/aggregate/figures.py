@@ -17,7 +17,6 @@ from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.stats import Interval, wilson_interval
 from pytest_wfbench.stats.medians import Column, Groups
 from pytest_wfbench.table import Table
-from pytest_wfbench.table.table import SUMMABLE
 
 Row = dict[str, Any]
 
@@ -76,6 +75,10 @@ def run_number(value: float) -> int:
 def medians_at(table: Table, positions: Sequence[int]) -> dict[str, float | None]:
     """:func:`median_of` of every metric of METRICS over these rows of the table."""
     return group_medians(table, [positions])[0]
+
+
+SUMMABLE = 2.0**51
+"""Four whole numbers each smaller than this add up to less than 2**53: exactly."""
 
 
 def token_totals(table: Table) -> Column:
@@ -166,7 +169,7 @@ def task_arm_at(table: Table, members: Sequence[int], task: str, arm: str,
     status, counted_flag = table.obj("status"), table.flag("counted")
     resolved_flag, error_kind = table.flag("resolved"), table.obj("error_kind")
     ran = [i for i in members if status[i] == "ran"]
-    counted = [i for i in ran if counted_flag[i] == 1]
+    counted = counted_at(table, ran)
     run = table.number("run")
     return TaskArm(
         task=task, task_class=table.obj("class")[members[0]] if members else None, arm=arm,

@@ -16,8 +16,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Sequence
-from itertools import repeat
-from operator import add, itemgetter
+from operator import itemgetter
 from typing import Any
 
 from pytest_wfbench.fields import USAGE_FIELDS
@@ -27,8 +26,6 @@ from pytest_wfbench.table.schema import FLAGS, IDENTITY, INTEGERS, NAN, NO_FLAG,
 
 Row = dict[str, Any]
 FLAG_VALUES = {NO_FLAG: None, 0: False, 1: True}
-SUMMABLE = 2.0**51
-"""Four whole numbers each smaller than this add up to less than 2**53: exactly."""
 
 
 def _count(value: float) -> int:
@@ -43,13 +40,6 @@ def _total(a: float, b: float, c: float, d: float) -> float:
         return float(total)
     except OverflowError:
         return math.inf if total > 0 else -math.inf
-
-
-def _whole(values: Sequence[float]) -> bool:
-    """Whether every value is a whole number (no null, no infinity) whose
-    sums with three others of its kind stay exact: below 2**51 in size."""
-    return (all(map(float.is_integer, values))
-            and min(values, default=0.0) > -SUMMABLE and max(values, default=0.0) < SUMMABLE)
 
 
 def gather(column: Sequence[Any], positions: Sequence[int]) -> tuple[Any, ...]:
@@ -149,14 +139,10 @@ class Table:
     def tokens(self, positions: Sequence[int]) -> list[float]:
         """These rows' totals of the usage fields (aggregate.total_tokens): each
         field as an int, null (and a count that is not finite) as 0; a total
-        past the largest float is infinite."""
-        columns = [gather(self.numbers[name], positions) for name in USAGE_FIELDS]
-        if all(_whole(column) for column in columns):
-            # Whole numbers below 2**53 add up exactly as floats: their totals,
-            # summed in C.
-            a, b, c, d = columns  # + 0.0: -0.0 totals 0.0, as int(-0.0) does
-            return list(map(add, map(add, map(add, map(add, a, b), c), d), repeat(0.0)))
-        return list(map(_total, *columns))
+        past the largest float is infinite. (aggregate.token_totals has every
+        row's at once.)"""
+        return list(map(_total, *(gather(self.numbers[name], positions)
+                                  for name in USAGE_FIELDS)))
 
     def value(self, name: str, index: int) -> Any:
         """A held field of one row, as the row has it (null as None)."""
