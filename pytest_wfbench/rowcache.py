@@ -40,10 +40,10 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from pytest_wfbench import __version__
-from pytest_wfbench.table import Frame, FrameError, Table, encode
+from pytest_wfbench.table import Frame, FrameError, Table, check, encode, gather
 from pytest_wfbench.table.frame import Record, encode_records, record_of
 
 CACHE = ".results.projections"
@@ -64,6 +64,8 @@ REWRITE_SHARE = 100
 this many was not in it, or more than one entry in this many no line has."""
 REWRITE_BATCH = 4096
 """Rows a frame written by a report holds."""
+READ_BATCH = 16384
+"""Rows (of writers' frames) a report adds to its table at once."""
 
 Row = dict[str, Any]
 
@@ -123,12 +125,22 @@ class _Read:
 
 
 def _read_cache(out_dir: Path, table: Table) -> _Read:
-    """The cache's frames added to ``table``."""
+    """The cache's frames added to ``table`` (a few thousand rows at a time:
+    each column grows once a batch)."""
     read = _Read({})
     try:
         stream = (out_dir / CACHE).open("rb")
     except OSError:
         return read
+    batch: list[Frame] = []
+
+    def add() -> None:
+        for frame, base in zip(batch, table.extend(batch), strict=True):
+            # A key twice (the same line cached twice) is the same row: either will do.
+            read.index.update(zip(frame[1], range(base, base + frame[0]), strict=False))
+        read.frames += len(batch)
+        batch.clear()
+
     with stream:
         for frame in _frames(stream):
             if frame is _OTHER:
@@ -137,15 +149,15 @@ def _read_cache(out_dir: Path, table: Table) -> _Read:
             try:
                 if frame is None:
                     raise FrameError("a damaged frame")
-                base = table.append(frame)
+                batch.append(check(frame))
             except FrameError:
                 read.whole = False
-                return read
-            read.frames += 1
+                break
             if not frame[1]:
                 read.unkeyed += frame[0]
-            # A key twice (the same line cached twice) is the same row: either will do.
-            read.index.update(zip(frame[1], range(base, base + frame[0]), strict=False))
+            if len(batch) * BATCH >= READ_BATCH:
+                add()
+        add()
     return read
 
 
@@ -270,6 +282,53 @@ def latest_table(out_dir: Path, lines: Iterable[bytes], sweep_id: str | None,
     return table_of_keys(out_dir, keys(), fetch, sweep_id, use)
 
 
+class _Parsed:
+    """The rows of the lines the cache does not know, parsed and added to the
+    table a frame at a time (REWRITE_BATCH rows)."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.keys: list[bytes] = []
+        self.records: list[Record] = []
+        self.frames: list[Frame] = []
+
+    def add(self, key: bytes, line: bytes) -> int | None:
+        """The position of the line's row in the table, or None when the line
+        is not a row (torn)."""
+        row = _parsed(line)
+        if row is None:
+            return None
+        position = self.table.size + len(self.records)
+        self.records.append(record_of(row))  # read while at hand; the row is not kept
+        self.keys.append(key)
+        if len(self.records) >= REWRITE_BATCH:
+            self._flush()
+        return position
+
+    def _flush(self) -> None:
+        self.frames.append(encode_records(self.records, self.keys))
+        self.table.append(self.frames[-1])
+        self.records, self.keys = [], []
+
+    def done(self) -> list[Frame]:
+        """The frames of the parsed rows (each already in the table)."""
+        if self.records:
+            self._flush()
+        return self.frames
+
+
+def _latest(table: Table, positions: list[int], sweep_id: str | None) -> list[int]:
+    """Of these rows, the last of each cell (of the sweep; of every sweep when
+    None), in the order cells first appeared."""
+    if sweep_id is not None and positions:
+        sweeps = gather(table.objects["sweep_id"], positions)
+        if not all(sweep == sweep_id for sweep in sweeps):
+            positions = [position for position, sweep in zip(positions, sweeps, strict=True)
+                         if sweep == sweep_id]
+    cells = gather(table.objects["cell_id"], positions)
+    return list(dict(zip(map(str, cells), positions, strict=True)).values())
+
+
 def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], bytes],
                   sweep_id: str | None, use: CacheUse | None) -> Table:
     """:func:`latest_table` of the lines of these keys, in order (``fetch``
@@ -278,48 +337,44 @@ def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], b
     table = Table()
     read = _read_cache(out_dir, table)
     use.frames = read.frames
-    cells, sweeps = table.objects["cell_id"], table.objects["sweep_id"]
-    hit: set[bytes] = set()
-    latest: dict[str, int] = {}
-    ordered: list[bytes] = []
-    positions: list[int] = []
-    pending_keys: list[bytes] = []
-    pending: list[Record] = []
-    parsed_frames: list[Frame] = []
-    found, seen = read.index.get, hit.add
-    lines_read = missed = 0
-    for key in keys:
-        lines_read += 1
-        position = found(key)
-        if position is not None:
-            seen(key)
-            cell, sweep = cells[position], sweeps[position]
-        else:
-            missed += 1
-            row = _parsed(fetch(lines_read - 1))
-            if row is None:
-                continue
-            position = table.size + len(pending)
-            pending.append(record_of(row))  # read while at hand; the row is not kept
-            pending_keys.append(key)
-            cell, sweep = row.get("cell_id"), row.get("sweep_id")
-            if len(pending) >= REWRITE_BATCH:
-                parsed_frames.append(encode_records(pending, pending_keys))
-                table.append(parsed_frames[-1])
-                pending, pending_keys = [], []
-        ordered.append(key)
-        positions.append(position)
-        if sweep_id is None or sweep == sweep_id:
-            latest[str(cell)] = position
-    if pending:
-        parsed_frames.append(encode_records(pending, pending_keys))
-        table.append(parsed_frames[-1])
-    table.positions = list(latest.values())
+    parsed = _Parsed(table)
+    if isinstance(keys, list):  # the keys at hand (the line log's): looked up at once
+        found = list(map(read.index.get, keys))
+        hits = len(set(found)) - (None in found)
+        missing = [index for index, position in enumerate(found) if position is None]
+        for index in missing:
+            found[index] = parsed.add(keys[index], fetch(index))
+        ordered, positions = keys, cast(list[int], found)
+        if any(found[index] is None for index in missing):  # lines that are no rows
+            ordered = [key for key, position in zip(keys, found, strict=True)
+                       if position is not None]
+            positions = [position for position in found if position is not None]
+        lines_read, missed = len(keys), len(missing)
+    else:
+        hit: set[bytes] = set()
+        ordered, positions = [], []  # of the lines that are rows
+        lookup, seen = read.index.get, hit.add
+        lines_read = missed = 0
+        for key in keys:
+            lines_read += 1
+            position = lookup(key)
+            if position is not None:
+                seen(key)
+            else:
+                missed += 1
+                position = parsed.add(key, fetch(lines_read - 1))
+                if position is None:
+                    continue
+            ordered.append(key)
+            positions.append(position)
+        hits = len(hit)
+    parsed_frames = parsed.done()
+    table.positions = _latest(table, positions, sweep_id)
     use.lines += lines_read
     use.missed += missed
     use.parsed += sum(frame[0] for frame in parsed_frames)
     use.hits = use.lines - use.missed
-    use.stale = len(read.index) - len(hit) + read.unkeyed
+    use.stale = len(read.index) - hits + read.unkeyed
     many_missed = missed * REWRITE_SHARE > use.lines
     if (not read.whole or use.stale * REWRITE_SHARE > use.lines
             or (read.other and many_missed)):  # another harness's frames: dropped

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Sequence
+from itertools import accumulate, chain
 from operator import itemgetter
 from typing import Any
 
@@ -40,6 +41,11 @@ def _total(a: float, b: float, c: float, d: float) -> float:
         return float(total)
     except OverflowError:
         return math.inf if total > 0 else -math.inf
+
+
+def _untimed(count: int) -> bytes:
+    """A stage column's bytes for rows that did not time it (NaN each)."""
+    return array(NUMBER_TYPE, [NAN]).tobytes() * count
 
 
 def gather(column: Sequence[Any], positions: Sequence[int]) -> tuple[Any, ...]:
@@ -82,28 +88,40 @@ class Table:
     def append(self, frame: Frame) -> int:
         """Add a frame's rows (checked: FrameError when it is not a frame);
         returns the index of its first row."""
-        count, _, objects, identity, flags, numbers, stage_names, stages, kept = check(frame)
-        base = self.size
-        for name, values in zip(OBJECTS, objects, strict=True):
-            self.objects[name] += values
-        for part, values in zip(IDENTITY, identity, strict=True):
-            self.identity[part] += values
-        for name, blob in zip(FLAGS, flags, strict=True):
-            self.flags[name].frombytes(blob)
-        for name, blob in zip(NUMBERS, numbers, strict=True):
-            self.numbers[name].frombytes(blob)
-        for name, blob in zip(stage_names, stages, strict=True):
+        return self.extend([frame])[0]
+
+    def extend(self, frames: Sequence[Frame]) -> list[int]:
+        """Add the rows of these frames, in order (every one checked first:
+        FrameError when one is not a frame, and then none is added); returns
+        the index of each frame's first row. Each column grows once."""
+        checked = [check(frame) for frame in frames]
+        if not checked:
+            return []
+        bases = list(accumulate((frame[0] for frame in checked[:-1]), initial=self.size))
+        for k, name in enumerate(OBJECTS):
+            self.objects[name] += chain.from_iterable(frame[2][k] for frame in checked)
+        for k, part in enumerate(IDENTITY):
+            self.identity[part] += chain.from_iterable(frame[3][k] for frame in checked)
+        for k, name in enumerate(FLAGS):
+            self.flags[name].frombytes(b"".join(frame[4][k] for frame in checked))
+        for k, name in enumerate(NUMBERS):
+            self.numbers[name].frombytes(b"".join(frame[5][k] for frame in checked))
+        timed = {name: None for frame in checked for name in frame[6]}
+        for name in timed:  # a new stage's column after the others, as it first appears
             column = self.stages.get(name)
             if column is None:
-                column = self.stages[name] = array(NUMBER_TYPE, [NAN]) * base
-            column.frombytes(blob)
+                column = self.stages[name] = array(NUMBER_TYPE, _untimed(self.size))
+            column.frombytes(b"".join(
+                frame[7][frame[6].index(name)] if name in frame[6] else _untimed(frame[0])
+                for frame in checked))
+        self.size += sum(frame[0] for frame in checked)
         for column in self.stages.values():
-            if len(column) < base + count:
-                column.extend(array(NUMBER_TYPE, [NAN]) * (base + count - len(column)))
-        for index, row in kept.items():
-            self.kept[base + index] = row
-        self.size += count
-        return base
+            if len(column) < self.size:
+                column.extend(array(NUMBER_TYPE, [NAN]) * (self.size - len(column)))
+        for base, frame in zip(bases, checked, strict=True):
+            for index, row in frame[8].items():
+                self.kept[base + index] = row
+        return bases
 
     def frame(self, positions: Sequence[int], keys: Sequence[bytes] = ()) -> Frame:
         """The frame of these rows (with their lines' keys): what encode() gives
