@@ -27,7 +27,7 @@ from pytest_wfbench.decisions import (
     candidate_pairs,
     decide,
 )
-from pytest_wfbench.heap import collector_paused
+from pytest_wfbench.heap import collector_paused, freeze_long_lived
 from pytest_wfbench.lanes.report import render_lanes
 from pytest_wfbench.readback import results_table
 from pytest_wfbench.render.html import HtmlReport, html_available, large, write_html_report
@@ -198,7 +198,9 @@ def build_report(out_dir: Path, *, baseline_arm: str | None = None,
     :mod:`pytest_wfbench.projection`), through the out dir's row cache
     (:mod:`pytest_wfbench.rowcache`, which ``use`` reports on)."""
     with collector_paused():  # rows hold no cycle: see pytest_wfbench.heap
-        return _build_report(out_dir, baseline_arm, use)
+        report = _build_report(out_dir, baseline_arm, use)
+        freeze_long_lived(len(report.table.positions))  # a report lives as long as its process
+        return report
 
 
 def audit_rows(table: Table) -> list[dict[str, Any]]:
@@ -304,7 +306,9 @@ def write_report(store: ResultsStore, *, baseline_arm: str | None = None,
     if not html_available():
         return report, write_html_report(store, report.summary, [], report.provenance)
     with collector_paused():  # the report's table is a large heap: see pytest_wfbench.heap
-        return report, _write_html(store, report)
+        html = _write_html(store, report)
+        freeze_long_lived(len(report.table.positions))
+        return report, html
 
 
 def _write_html(store: ResultsStore, report: OutDirReport) -> HtmlReport:

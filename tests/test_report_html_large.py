@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from pytest_wfbench import outdir, store
+from pytest_wfbench import heap, outdir, store
 from pytest_wfbench.aggregate import summarize
 from pytest_wfbench.outdir import write_report
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.render.html import overview, render_html
 from pytest_wfbench.render.html.cell import outcome
 from pytest_wfbench.render.html.charts import tick_label
-from pytest_wfbench.render.html.overview import outcome_at, overview_of
+from pytest_wfbench.render.html.overview import NAMES, outcome_at, outcomes_at, overview_of
 from pytest_wfbench.render.html.page import DISTRIBUTIONS
 from pytest_wfbench.store import ResultsStore
 from pytest_wfbench.table import Table
@@ -60,8 +60,16 @@ def test_the_outcome_from_the_columns_is_the_rows_own() -> None:
     rows.append(row("t1", "review", 1, kind="oracle-failed", review={"verdict": "approve"}))
     rows.append(row("t1", "review", 2, kind="skill-not-invoked", review={"verdict": "x"}))
     rows.append(row("t2", "odd", 1, kind="verify-failed", num_turns="many"))
+    rows.append({**row("t2", "odd", 2), "error_kind": ["no", "text"]})  # hashes as no kind
+    rows.append({**row("t3", "odd", 1), "lane": None, "status": ["ran"]})
     table = Table.of(rows)
     assert [outcome_at(table, i) for i in table.positions] == [outcome(r) for r in rows]
+    # All at once, as the grid takes them: the same.
+    assert [NAMES[place] for place in outcomes_at(table, table.positions)] == [
+        outcome(r) for r in rows]
+    plain = Table.of(sweep_rows())  # no row kept whole but the listed ones
+    assert [NAMES[place] for place in outcomes_at(plain, plain.positions)] == [
+        outcome_at(plain, i) for i in plain.positions]
     assert {outcome(r) for r in rows} == {"resolved", "suspicious", "negative", "failure",
                                          "excluded", "skipped"}
 
@@ -216,3 +224,25 @@ def test_a_large_page_that_fails_is_reported_not_raised(
     report, html = write_report(results)
     assert html.failed and html.path is None and "ValueError: boom" in html.line
     assert (tmp_path / "report.md").read_text() == report.files["report.md"]
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_a_large_report_is_frozen_out_of_the_collectors_reach(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, large: bool) -> None:
+    """What a large report built lives as long as its process (the end of a
+    sweep, a wfbench command): frozen, later collections never walk it (they
+    took 0.1 s of a 100,000-row report's end); a small one is left alone."""
+    results = ResultsStore(tmp_path, Redactor([]))
+    results.prepare()
+    rows = sweep_rows()
+    for r in rows:
+        r["sweep_id"] = "s1"
+    results.append_many(rows)
+    monkeypatch.setattr(heap, "FREEZE_FROM", len(rows) if large else len(rows) + 1)
+    frozen: list[int] = []
+    monkeypatch.setattr(heap.gc, "freeze", lambda: frozen.append(heap.gc.isenabled()))
+    report, html = write_report(results)
+    assert html.path is not None and not html.failed, html.line
+    # Frozen while the collector is paused: no collection walks it first.
+    assert frozen == ([False, False] if large else [])
+    assert heap.gc.isenabled()

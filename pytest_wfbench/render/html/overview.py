@@ -22,14 +22,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import eq, is_
 
 import numpy as np
+import numpy.typing as npt
 
 from pytest_wfbench.aggregate import Row, row_order, token_totals
 from pytest_wfbench.outcomes import ERROR_KINDS, ErrorClass
 from pytest_wfbench.projection import listed as is_listed
 from pytest_wfbench.render.html.cell import OUTCOME_LABELS, outcome
-from pytest_wfbench.table import Table
+from pytest_wfbench.table import Table, gather
 
 DETAIL_CELLS = 500
 """A sweep of at most this many cells shows every cell whole."""
@@ -125,21 +128,71 @@ def outcome_at(table: Table, index: int) -> str:
         return "suspicious"
     if resolved:
         return "resolved"
-    return "negative" if kind in NEGATIVE_KINDS else "failure"
+    return "negative" if type(kind) is str and kind in NEGATIVE_KINDS else "failure"
+
+
+def outcomes_at(table: Table, positions: Sequence[int],
+                kept: Sequence[int] | None = None) -> list[int]:
+    """:func:`outcome_at` of each of these rows, as its place in OUTCOME_LABELS,
+    for all of them at once (the rows the table keeps one by one: ``kept``,
+    where these are among the positions, when known)."""
+    count = len(positions)
+    at = np.fromiter(positions, np.intp, count)
+    kinds = gather(table.objects["error_kind"], positions)
+    skipped = _equal(gather(table.objects["status"], positions), "skipped")
+    counted = np.frombuffer(table.flags["counted"], np.int8)[at] == 1
+    resolved = np.frombuffer(table.flags["resolved"], np.int8)[at] == 1
+    try:
+        negative = np.fromiter(map(NEGATIVE_KINDS.__contains__, kinds), np.bool_, count)
+    except TypeError:  # a kind that is no text (its row is kept whole, and read below)
+        negative = np.fromiter((type(kind) is str and kind in NEGATIVE_KINDS for kind in kinds),
+                               np.bool_, count)
+    places: list[int] = np.select(
+        [skipped, ~counted, _equal(kinds, "suspicious"), resolved, negative],
+        [PLACE[name] for name in ("skipped", "excluded", "suspicious", "resolved", "negative")],
+        PLACE["failure"]).tolist()
+    for k in kept_among(table, at) if kept is None else kept:
+        places[k] = PLACE[outcome_at(table, positions[k])]
+    return places
+
+
+def kept_among(table: Table, at: npt.NDArray[np.intp]) -> list[int]:
+    """Where among these positions the rows the table keeps whole are."""
+    if not table.kept:
+        return []
+    return [int(k) for k in np.flatnonzero(np.isin(at, np.fromiter(table.kept, np.intp)))]
+
+
+def _equal(values: Sequence[object], value: str) -> npt.NDArray[np.bool_]:
+    return np.fromiter(map(eq, values, repeat(value)), np.bool_, len(values))
+
+
+def _codes(values: Sequence[object]) -> tuple[list[str], npt.NDArray[np.intp]]:
+    """The values as text, sorted and without repeats, and each value's place there."""
+    texts = list(map(str, values))
+    names = sorted(set(texts))
+    place = dict(zip(names, range(len(names)), strict=True))
+    return names, np.fromiter(map(place.__getitem__, texts), np.intp, len(texts))
 
 
 def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
     """The overview of the table's rows (its positions); ``metrics`` are the
     distributions' (``tokens`` is the total of the usage fields)."""
     positions = table.positions
-    outcomes = [outcome_at(table, i) for i in positions]
+    at = np.fromiter(positions, np.intp, len(positions))
+    kept_at = kept_among(table, at)
+    places = outcomes_at(table, positions, kept_at)
+    outcomes = list(map(NAMES.__getitem__, places))
     task_of, arm_of, cell_of = table.obj("task"), table.obj("arm"), table.obj("cell_id")
-    kept, lane_of = table.kept, table.obj("lane")
+    kept = table.kept
     # The page's agent rows: lane "agent" or none (a kept row's own lane).
-    agent = {i for i in positions
-             if (kept[i].get("lane") if i in kept else lane_of[i]) in (None, "agent")}
+    lanes = list(gather(table.obj("lane"), positions))
+    for k in kept_at:
+        lanes[k] = kept[positions[k]].get("lane")
+    agent = (np.fromiter(map(is_, lanes, repeat(None)), np.bool_, len(lanes))
+             | _equal(lanes, "agent"))
     # A kept row that is not listed (an audit or review row) is a projection.
-    listed = sorted((i for i in positions if i in kept and is_listed(kept[i])),
+    listed = sorted((i for i in (positions[k] for k in kept_at) if is_listed(kept[i])),
                     key=lambda i: row_order(kept[i]))
     limit = LISTED_CELLS
     chosen = sorted(listed, key=lambda i: _detail_rank(kept[i]))[:limit]
@@ -148,29 +201,40 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
     link: dict[tuple[str, str, str], str] = {}
     for i in chosen:
         link.setdefault((str(task_of[i]), str(arm_of[i]), outcome(kept[i])), str(cell_of[i]))
-    grid: Counter[tuple[str, str, str]] = Counter(
-        (str(task_of[i]), str(arm_of[i]), kind)
-        for i, kind in zip(positions, outcomes, strict=True) if i in agent)
-    order = {name: place for place, name in enumerate(OUTCOME_LABELS)}
-    squares = [Counted(task, arm, kind, count, link.get((task, arm, kind)))
-               for (task, arm, kind), count in sorted(
-                   grid.items(), key=lambda item: (item[0][0], item[0][1], order[item[0][2]]))]
-    by_arm: dict[str, list[int]] = {}
-    for i, kind in zip(positions, outcomes, strict=True):
-        if kind not in ("excluded", "skipped") and i in agent:
-            by_arm.setdefault(str(arm_of[i]), []).append(i)
+    tasks, task_codes = _codes(gather(task_of, positions))
+    arms, arm_codes = _codes(gather(arm_of, positions))
+    # Each agent row's square, numbered by task, arm and outcome: in that order.
+    square = (task_codes * len(arms) + arm_codes) * len(NAMES) + np.array(places, np.intp)
+    found, counts = np.unique(square[agent], return_counts=True)
+    squares = []
+    for number, count in zip(found.tolist(), counts.tolist(), strict=True):
+        pair, place = divmod(number, len(NAMES))
+        task, arm, kind = tasks[pair // len(arms)], arms[pair % len(arms)], NAMES[place]
+        squares.append(Counted(task, arm, kind, count, link.get((task, arm, kind))))
+    drawn = agent & ~np.isin(np.array(places, np.intp), [PLACE["excluded"], PLACE["skipped"]])
+    by_arm: dict[str, Positions] = {}
+    for code in _first_seen(arm_codes[drawn]):  # arms in the order their runs come
+        by_arm[arms[code]] = at[drawn & (arm_codes == code)]
     dots = DOTS_PER_ARM
     spreads = {name: _spreads(table, by_arm, name, max(dots, 2)) for name in metrics}
     return Overview(
         total=len(positions), detail_cells=DETAIL_CELLS, listed_cells=limit,
         dots_per_arm=max(dots, 2), counts=Counter(outcomes), squares=squares,
-        tasks=sorted({str(task_of[i]) for i in positions}),
-        arms=sorted({str(arm_of[i]) for i in positions}),
-        spreads=spreads, detailed=detailed, listed=len(listed),
+        tasks=tasks, arms=arms, spreads=spreads, detailed=detailed, listed=len(listed),
         lane_rows=[kept[i] for i in listed if kept[i].get("lane") == "tool-cost"])
 
 
+def _first_seen(codes: npt.NDArray[np.intp]) -> list[int]:
+    """The codes without repeats, in the order they first come."""
+    found, first = np.unique(codes, return_index=True)
+    return [int(code) for code in found[np.argsort(first)]]
+
+
 RANK = {name: place for place, name in enumerate(DETAIL_ORDER)}
+Positions = npt.NDArray[np.intp]
+NAMES = tuple(OUTCOME_LABELS)
+"""The outcomes, in the grid's order."""
+PLACE = {name: place for place, name in enumerate(NAMES)}
 
 
 def _detail_rank(row: Row) -> int:
@@ -178,7 +242,7 @@ def _detail_rank(row: Row) -> int:
     return RANK.get(kind, len(RANK))
 
 
-def _spreads(table: Table, by_arm: dict[str, list[int]], name: str,
+def _spreads(table: Table, by_arm: dict[str, Positions], name: str,
              limit: int) -> dict[str, Spread]:
     """Per arm, the runs of ``name`` that are drawn and the median of all (a
     run without the figure, NaN, left out): sorted by value, ties in the
@@ -189,18 +253,20 @@ def _spreads(table: Table, by_arm: dict[str, list[int]], name: str,
               else np.array(table.number(name), dtype=np.float64))
     spreads = {}
     for arm, everyone in by_arm.items():
-        found = np.array(everyone, dtype=np.intp)
-        found = found[~np.isnan(column[found])]
+        found = everyone[~np.isnan(column[everyone])]
         if not len(found):
             continue
-        members = found[np.argsort(column[found], kind="stable")].tolist()
-        values = column[members].tolist()
-        count = len(members)
-        picks = range(count) if count <= limit else [
-            round(k * (count - 1) / (limit - 1)) for k in range(limit)]
+        ranked = column[found]
+        order = np.argsort(ranked, kind="stable")
+        count = len(found)
+        picks = np.arange(count) if count <= limit else np.array(
+            [round(k * (count - 1) / (limit - 1)) for k in range(limit)], np.intp)
+        members, values = found[order[picks]].tolist(), ranked[order[picks]].tolist()
         mid = count // 2
-        middle = values[mid] if count % 2 else (values[mid - 1] + values[mid]) / 2
+        below, above = float(ranked[order[mid - 1]]), float(ranked[order[mid]])
+        middle = above if count % 2 else (below + above) / 2
         spreads[arm] = Spread(
-            drawn=[(values[k], str(cell_of[members[k]]), outcome_at(table, members[k]))
-                   for k in picks], median=middle, runs=count)
+            drawn=[(value, str(cell_of[member]), outcome_at(table, member))
+                   for value, member in zip(values, members, strict=True)],
+            median=middle, runs=count)
     return spreads
