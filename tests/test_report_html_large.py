@@ -239,9 +239,9 @@ def test_a_large_report_is_frozen_out_of_the_collectors_reach(
         r["sweep_id"] = "s1"
     results.append_many(rows)
     monkeypatch.setattr(heap, "FREEZE_FROM", len(rows) if large else len(rows) + 1)
-    frozen: list[int] = []
+    frozen: list[bool] = []
     monkeypatch.setattr(heap.gc, "freeze", lambda: frozen.append(heap.gc.isenabled()))
-    report, html = write_report(results)
+    _, html = write_report(results)
     assert html.path is not None and not html.failed, html.line
     # Frozen while the collector is paused: no collection walks it first.
     assert frozen == ([False, False] if large else [])
