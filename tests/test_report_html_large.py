@@ -4,6 +4,7 @@ shown whole, no row read again, and the same figures as a page of every cell."""
 
 from __future__ import annotations
 
+import gc
 import re
 import statistics
 from pathlib import Path
@@ -240,9 +241,9 @@ def test_a_large_report_is_frozen_out_of_the_collectors_reach(
     results.append_many(rows)
     monkeypatch.setattr(heap, "FREEZE_FROM", len(rows) if large else len(rows) + 1)
     frozen: list[bool] = []
-    monkeypatch.setattr(heap.gc, "freeze", lambda: frozen.append(heap.gc.isenabled()))
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(gc.isenabled()))
     _, html = write_report(results)
     assert html.path is not None and not html.failed, html.line
     # Frozen while the collector is paused: no collection walks it first.
     assert frozen == ([False, False] if large else [])
-    assert heap.gc.isenabled()
+    assert gc.isenabled()
