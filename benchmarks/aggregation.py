@@ -64,7 +64,7 @@ def build(out: Path) -> dict[str, Any]:
     from pytest_wfbench.redact import Redactor
     from pytest_wfbench.render.html import html_available, prepare_html
     from pytest_wfbench.rowcache import CacheUse
-    from pytest_wfbench.store import ResultsStore, cells_with_rows
+    from pytest_wfbench.store import ResultsStore, cells_without_rows
 
     if not html_available():
         raise RuntimeError("the aggregation benchmark needs Jinja2 (the html extra): a "
@@ -75,8 +75,7 @@ def build(out: Path) -> dict[str, Any]:
     before = _rss_mib()
     use = CacheUse()
     start = time.perf_counter()
-    recorded = cells_with_rows(out, sweep_id)
-    unrun = [cell for cell in selected if cell not in recorded]
+    unrun = cells_without_rows(out, sweep_id, selected)
     store = ResultsStore(out, Redactor.from_environment(()))
     store.compact()
     finish = time.perf_counter() - start

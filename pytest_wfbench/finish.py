@@ -31,7 +31,7 @@ from pytest_wfbench.report import (
     unusable_lines,
 )
 from pytest_wfbench.row import CellRecord
-from pytest_wfbench.store import COMPLETE, REPORT, cells_with_rows
+from pytest_wfbench.store import COMPLETE, REPORT, cells_without_rows
 from pytest_wfbench.sweep import Sweep
 
 NOT_RUN = "not run: the sweep stopped before this cell"
@@ -55,14 +55,16 @@ def prepare_report() -> None:
 def record_unrun_cells(sweep: Sweep, selected: dict[str, str], failed: set[str]) -> None:
     """Cells selected but without a row of this session (the sweep stopped, or
     the worker running one died): never silent absence."""
-    recorded = cells_with_rows(sweep.store.out_dir, sweep.sweep_id, sweep.results_offset)
+    unrecorded = cells_without_rows(sweep.store.out_dir, sweep.sweep_id, selected,
+                                    sweep.results_offset)
     planned = sweep.plan().planned
     stop = stop_of(sweep.identity.work_dir)
     completed = sweep.completed_sessions()
     by_id = sweep.all_cells()
     pending: list[tuple[AnyCell, CellRecord]] = []
-    for cell_id, nodeid in selected.items():
-        if cell_id in recorded or cell_id in planned or cell_id not in by_id:
+    for cell_id in unrecorded:
+        nodeid = selected[cell_id]
+        if cell_id in planned or cell_id not in by_id:
             continue
         cell = by_id[cell_id]
         if nodeid in failed:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 
-from pytest_wfbench.linelog import log_lines, logged_lines, rewrite_log, state_of
+from pytest_wfbench.linelog import CellDigests, log_lines, logged_lines, rewrite_log, state_of
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.rowcache import CachedRows, line_ids, line_key
 
@@ -202,6 +202,16 @@ def cells_with_rows(out_dir: Path, sweep_id: str, offset: int = 0) -> Container[
     if logged is None:
         return recorded_cell_ids(results, sweep_id, offset)
     return logged.recorded(sweep_id, offset)
+
+
+def cells_without_rows(out_dir: Path, sweep_id: str, cell_ids: Iterable[str],
+                       offset: int = 0) -> list[str]:
+    """Of these cells, in their order, those without a row of this sweep from
+    ``offset`` on (:func:`cells_with_rows`, asked of all of them at once)."""
+    recorded = cells_with_rows(out_dir, sweep_id, offset)
+    if isinstance(recorded, CellDigests):
+        return recorded.missing(cell_ids)
+    return [cell for cell in cell_ids if cell not in recorded]
 
 
 CELL_ID_IN_LINE = re.compile(rb'"cell_id": "([^"\\]+)"')

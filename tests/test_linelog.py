@@ -21,7 +21,13 @@ from pytest_wfbench.outdir import build_report, latest_per_cell
 from pytest_wfbench.projection import project
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.rowcache import CACHE, CachedRows, CacheUse
-from pytest_wfbench.store import ResultsStore, cells_with_rows, iter_rows, recorded_cell_ids
+from pytest_wfbench.store import (
+    ResultsStore,
+    cells_with_rows,
+    cells_without_rows,
+    iter_rows,
+    recorded_cell_ids,
+)
 from tests.rows import row
 
 pytestmark = pytest.mark.rows_by_hand
@@ -335,8 +341,18 @@ def test_the_cells_recorded_since_a_sweep_session_began_come_from_the_log(
     assert "late-baseline-r1" in from_log and "elsewhere-baseline-r1" not in from_log
     assert "t0-baseline-r1" not in from_log and "t0-baseline-r1" in every
     assert all(cell in every for cell in recorded_cell_ids(out / "results.jsonl", SWEEP))
+    # Asked of many cells at once (a sweep's end: every selected cell), the same.
+    asked = ["late-baseline-r1", "elsewhere-baseline-r1", "t0-baseline-r1", "late-baseline-r1",
+             "caf\u00e9-\udcff-r1", ""]
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module, "recorded_cell_ids", lambda *a: pytest.fail("scanned"))
+        assert cells_without_rows(out, SWEEP, asked, offset) == [
+            cell for cell in asked if cell not in from_log] == asked[1:3] + asked[4:]
+        assert cells_without_rows(out, SWEEP, asked) == [
+            cell for cell in asked if cell not in every]
     edit(out, "appended to, not by a row writer")  # no log to believe: the lines are scanned
     assert cells_with_rows(out, SWEEP, offset) == by_scan | {"t9-baseline-r1"}
+    assert cells_without_rows(out, SWEEP, asked, offset) == asked[1:3] + asked[4:]
 
 
 def test_the_cells_recorded_since_a_resumed_session_began_are_its_own(
