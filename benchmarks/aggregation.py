@@ -172,7 +172,9 @@ def _measure(mode: str, out: Path) -> dict[str, Any]:
 def writer_cache(out: Path) -> None:
     """The row cache and the line log as the rows' writers leave them
     (pytest_wfbench.store): the log's entries as theirs, but for the file's
-    states after the writes before the last (which no report reads)."""
+    states after the writes before the last (which no report reads); the
+    cache's frames as theirs, the rows of the last batch added as the writer's
+    session ends."""
     from pytest_wfbench.linelog import LOG, log_lines, state_of
     from pytest_wfbench.rowcache import CACHE, CachedRows
 
@@ -190,6 +192,7 @@ def writer_cache(out: Path) -> None:
             log_lines(out, lines, [(row.get("cell_id"), row.get("sweep_id")) for row in rows],
                       before, final)
             before = final
+    writer.flush()  # as a writer's session ends
 
 
 def _median_build(out: Path, cache: bytes, builds: int) -> dict[str, Any]:

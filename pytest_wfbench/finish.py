@@ -88,6 +88,7 @@ def record_unrun_cells(sweep: Sweep, selected: dict[str, str], failed: set[str])
 def finish_sweep(sweep: Sweep, session: pytest.Session, selected: dict[str, str],
                  failed: set[str]) -> Finished:
     record_unrun_cells(sweep, selected, failed)
+    sweep.store.flush_cache()  # the rows this process wrote (no worker, or the unrun cells)
     sweep.store.compact()
     stop = stop_of(sweep.identity.work_dir)
     if stop is None and session.exitstatus == pytest.ExitCode.INTERRUPTED:

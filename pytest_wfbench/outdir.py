@@ -19,6 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_wfbench.aggregate import Summary, summarize_table
+from pytest_wfbench.aggregate.select import (
+    equal,
+    field_is,
+    flag_at,
+    grouped,
+    picked,
+    positions_of,
+)
 from pytest_wfbench.audit.report import DEFAULT_MIN_KILL_RATE, audit_section
 from pytest_wfbench.decisions import (
     Digests,
@@ -129,16 +137,16 @@ def provenance(rows: list[dict[str, Any]], record: dict[str, Any]) -> dict[str, 
 def provenance_of(table: Table, positions: Sequence[int],
                   record: dict[str, Any]) -> dict[str, Any]:
     """:func:`provenance` of these rows of the table."""
-    status, task, counted = table.obj("status"), table.obj("task"), table.flag("counted")
+    statuses, tasks = gather(table.obj("status"), positions), gather(table.obj("task"), positions)
+    ran_rows = equal(statuses, "ran")
+    ran_tasks = set(picked(tasks, ran_rows))
+    skipped_tasks = set(picked(tasks, equal(statuses, "skipped")))
     cell_id, error_kind = table.obj("cell_id"), table.obj("error_kind")
-    ran_tasks = {task[i] for i in positions if status[i] == "ran"}
-    skipped_tasks = {task[i] for i in positions if status[i] == "skipped"}
-    notes = {f"{cell_id[i]}: {error_kind[i]}" for i in positions
-             if status[i] == "ran" and counted[i] != 1}
-    model, effort, arm = table.obj("model"), table.obj("effort"), table.obj("arm")
-    models = {value for i in positions if (value := model[i])}
-    efforts = {value for i in positions if (value := effort[i])}
-    arms = {arm[i] for i in positions}
+    excluded = ran_rows & (flag_at(table, "counted", positions_of(positions)) != 1)
+    notes = {f"{cell_id[i]}: {error_kind[i]}" for i in picked(positions, excluded)}
+    models = set(filter(None, gather(table.obj("model"), positions)))
+    efforts = set(filter(None, gather(table.obj("effort"), positions)))
+    arms = set(gather(table.obj("arm"), positions))
     ran = sorted(ran_tasks)
     skipped = sorted(skipped_tasks - ran_tasks)
     settings = record.get("settings") or {}
@@ -341,11 +349,10 @@ def partial_state(out_dir: Path) -> str | None:
 def spend_lines(table: Table) -> list[str]:
     """What the sweep spent, per arm and in all: tokens, and cost where measured
     (each an exact sum, math.fsum's, of the fresh cells' figures, a null as 0)."""
-    status, reused, arm_of = table.obj("status"), table.flag("reused"), table.obj("arm")
-    by_arm: dict[str, list[int]] = {}
-    for i in table.positions:
-        if status[i] == "ran" and reused[i] != 1:
-            by_arm.setdefault(str(arm_of[i]), []).append(i)
+    positions = table.positions
+    at = positions_of(positions)
+    fresh = field_is(table, "status", positions, "ran") & (flag_at(table, "reused", at) != 1)
+    by_arm = grouped(list(map(str, gather(table.obj("arm"), positions))), at, fresh)
     usage = [table.number(key) for key in (
         "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
         "output_tokens")]

@@ -356,7 +356,10 @@ class SweepHooks:
         the sweep's rows and write the report. Last, so that the cell torn down
         at session end (after Ctrl-C) has written its own row first."""
         config = session.config
-        if not is_controller(config) or config.getoption("collectonly"):
+        if config.getoption("collectonly"):
+            return
+        if not is_controller(config):
+            self.sweep.store.flush_cache()  # before the worker says it is done
             return
         from pytest_wfbench.finish import finish_sweep
 

@@ -99,6 +99,12 @@ class ResultsStore:
                                             for row in redacted], before, after)
             self._cached.add(lines)  # the report's cache: see rowcache.py
 
+    def flush_cache(self) -> None:
+        """This process writes no more rows (its session ends): the rows still
+        waiting for their batch go to the report's cache now."""
+        with self._lock:
+            self._cached.flush()
+
     def compact(self) -> int:
         """Keep only the last row of each cell in results.jsonl; earlier rows (a
         cell run again), torn lines and rows without a cell id go to

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from pytest_wfbench.rowcache import load_entries
 from tests.conftest import Suite, junit_cases, junit_properties, script_arm, task_yaml
 
 SuiteFactory = Callable[..., Suite]
@@ -80,9 +81,14 @@ def test_serial_and_xdist_give_the_same_rows(
     parallel_rows = suite.rows()
     assert len(serial_rows) == len(parallel_rows) == 4
     assert comparable(serial_rows) == comparable(parallel_rows)
-    assert {r["worker"] for r in parallel_rows} <= {"gw0", "gw1"}
+    workers = {r["worker"] for r in parallel_rows}
+    assert workers <= {"gw0", "gw1"}
     assert len({r["sweep_id"] for r in parallel_rows}) == 1
     assert (suite.out / "report.md").exists()
+    # Each worker added the rows it wrote to the report's cache as its session
+    # ended (a frame each), so the report found every row there and added none.
+    entries, frames = load_entries(suite.out)
+    assert len(entries) == 4 and frames == len(workers)
 
 
 def test_k_selects_exactly_one_cell(

@@ -279,6 +279,23 @@ def test_writers_add_their_rows_a_batch_at_a_time(tmp_path: Path) -> None:
     assert [r["cell_id"] for r in report.rows()] == [r["cell_id"] for r in rows]
 
 
+def test_a_writers_rows_still_waiting_go_in_when_its_session_ends(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    store = ResultsStore(out, Redactor.from_environment(()))
+    store._cached = CachedRows(out, batch=4)
+    for r in variety()[:10]:
+        store.append(r)
+    store.flush_cache()  # the rows still waiting, in a frame of their own
+    store.flush_cache()  # nothing waits any more: no empty frame
+    entries, frames = load_entries(out)
+    assert (len(entries), frames) == (10, 3)
+    (out / "sweep.json").write_text(json.dumps({"sweep_id": SWEEP}))
+    use = CacheUse()
+    assert len(build_report(out, use=use).rows()) == 10
+    assert (use.hits, use.missed, use.parsed, use.rewritten) == (10, 0, 0, False)
+
+
 def test_compacting_the_results_leaves_stale_entries_that_a_report_drops(
         tmp_path: Path) -> None:
     out = tmp_path / "out"

@@ -9,8 +9,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pytest_wfbench.aggregate.figures import Row
+from pytest_wfbench.aggregate.select import field_is, flag_at, picked, positions_of
 from pytest_wfbench.outcomes import ERROR_KINDS, ErrorClass
-from pytest_wfbench.table import Table
+from pytest_wfbench.table import Table, gather
 
 
 class Health(enum.Enum):
@@ -78,26 +79,31 @@ def arm_health(rows: Iterable[Row]) -> ArmHealth:
 
 def arm_health_at(table: Table, positions: Sequence[int]) -> ArmHealth:
     """:func:`arm_health` of these rows of the table."""
-    status, reused, counted = table.obj("status"), table.flag("reused"), table.flag("counted")
-    error_kind = table.obj("error_kind")
-    fresh = [i for i in positions if status[i] == "ran" and reused[i] != 1]  # is_fresh
-    kinds = [error_kind[i] for i in fresh]
-    class_of = {kind: ERROR_KINDS[kind].error_class for kind in set(kinds) if kind is not None}
-    classes = [None if kind is None else class_of[kind] for kind in kinds]  # error_class
-    failed = [kind for kind, error in zip(kinds, classes, strict=True)  # is_failure
-              if error not in (None, ErrorClass.VALID_NEGATIVE)]
+    at = positions_of(positions)
+    fresh_rows = field_is(table, "status", positions, "ran") & (flag_at(table, "reused", at) != 1)
+    fresh = int(fresh_rows.sum())  # is_fresh
+    admissible = int((fresh_rows & (flag_at(table, "counted", at) == 1)).sum())
+    kinds = Counter(picked(gather(table.obj("error_kind"), positions), fresh_rows))
+    class_of = {kind: None if kind is None else ERROR_KINDS[kind].error_class for kind in kinds}
+    failed = {kind: n for kind, n in kinds.items()  # is_failure
+              if class_of[kind] not in (None, ErrorClass.VALID_NEGATIVE)}
+    failures = sum(failed.values())
     if not fresh:
         status_ = Health.UNKNOWN
-    elif len(failed) == len(fresh):
+    elif failures == fresh:
         status_ = Health.UNUSABLE
     else:
-        status_ = Health.DEGRADED if failed else Health.OBSERVED_OK
+        status_ = Health.DEGRADED if failures else Health.OBSERVED_OK
+    reasons: Counter[str] = Counter()
+    for kind, n in failed.items():
+        reasons[str(kind)] += n
     return ArmHealth(
-        status=status_, fresh=len(fresh),
-        admissible=sum(1 for i in fresh if counted[i] == 1),
-        execution_failures=classes.count(ErrorClass.EXECUTION_FAILURE),
-        evidence_failures=classes.count(ErrorClass.EVIDENCE_FAILURE),
-        reasons=dict(sorted(Counter(str(kind) for kind in failed).items())),
+        status=status_, fresh=fresh, admissible=admissible,
+        execution_failures=sum(n for kind, n in kinds.items()
+                               if class_of[kind] is ErrorClass.EXECUTION_FAILURE),
+        evidence_failures=sum(n for kind, n in kinds.items()
+                              if class_of[kind] is ErrorClass.EVIDENCE_FAILURE),
+        reasons=dict(sorted(reasons.items())),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from pytest_wfbench.aggregate import row_order
+from pytest_wfbench.aggregate.select import field_is, grouped, picked, positions_of
 from pytest_wfbench.render.format import first_line, fmt
 from pytest_wfbench.render.format import table as table_lines
 from pytest_wfbench.stats.medians import Column, Groups
@@ -26,9 +27,10 @@ def trust_sections(rows: Sequence[dict[str, Any]]) -> list[str]:
 def trust_sections_of(table: Table, positions: Sequence[int]) -> list[str]:
     """:func:`trust_sections` of these rows of the table (the rows it lists are
     among the table's kept rows)."""
-    status, judged_by, task = table.obj("status"), table.obj("oracle_judged_by"), table.obj("task")
-    ran = [i for i in table.agent(positions) if status[i] == "ran"]
-    listed = table.kept_rows(ran)
+    agent = table.agent(positions)
+    ran_rows = field_is(table, "status", agent, "ran")
+    ran = picked(agent, ran_rows)
+    listed = table.kept_rows(ran) if table.kept else []
     # Only the rows listed are put in order (a stable sort of a part keeps the
     # order the whole would have had).
     suspicious = sorted((r for r in listed if r.get("suspicious")
@@ -44,7 +46,8 @@ def trust_sections_of(table: Table, positions: Sequence[int]) -> list[str]:
                                "; ".join(r["suspicious"])] for r in suspicious])
     else:
         lines.append("None.")
-    by_exit_code = sorted({task[i] for i in ran if judged_by[i] == "exit-code"})
+    by_exit_code = sorted(set(picked(gather(table.obj("task"), agent), ran_rows & field_is(
+        table, "oracle_judged_by", agent, "exit-code"))))
     if by_exit_code:
         lines += ["", "## Oracles judged by exit code alone", "",
                   "These tasks declare `oracle.expect: exit-code`: their oracle passes on a "
@@ -74,12 +77,12 @@ def _array(column: Sequence[float]) -> Column:
 
 def overhead_section_of(table: Table, positions: Sequence[int]) -> list[str]:
     """:func:`overhead_section` of these rows of the table."""
-    status, arm_of = table.obj("status"), table.obj("arm")
     duration, overhead = table.number("duration_s"), table.number("harness_overhead_s")
-    by_arm: dict[str, list[int]] = {}
-    for i in table.agent(positions):
-        if overhead[i] == overhead[i] and status[i] == "ran":  # NaN: no overhead
-            by_arm.setdefault(str(arm_of[i]), []).append(i)
+    agent = table.agent(positions)
+    at = positions_of(agent)
+    timed = ~np.isnan(np.frombuffer(overhead, np.float64)[at])  # NaN: no overhead
+    by_arm = grouped(list(map(str, gather(table.obj("arm"), agent))), at,
+                     timed & field_is(table, "status", agent, "ran"))
     if not by_arm:
         return []
     arms = sorted(by_arm)

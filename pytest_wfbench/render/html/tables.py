@@ -30,6 +30,8 @@ def slug(title: str) -> str:
 
 def _cells(line: str) -> list[str]:
     inner = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
+    if "\\|" not in inner:  # no escaped bar (most lines): split at every bar
+        return [cell.strip() for cell in inner.split("|")]
     return [cell.strip().replace("\\|", "|") for cell in CELL_BREAK.split(inner)]
 
 
