@@ -248,6 +248,12 @@ _last: list[LoggedLines] = []
 row, the compaction, the report), and its lines need not be taken apart again."""
 
 
+def forget_logged_lines() -> None:
+    """Let the log last read go (some 30 MB at 100,000 lines): its last reader,
+    the report, has taken what it needs."""
+    _last.clear()
+
+
 def logged_lines(out_dir: Path, results: Path) -> LoggedLines | None:
     """The lines of ``results`` from the out dir's log, or None when the log is
     missing, broken, damaged, or does not describe the file as it is now."""

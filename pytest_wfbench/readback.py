@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from pytest_wfbench.linelog import logged_lines
+from pytest_wfbench.linelog import forget_logged_lines, logged_lines
 from pytest_wfbench.rowcache import CacheUse, latest_table, line_key, table_of_keys
 from pytest_wfbench.store import result_lines
 from pytest_wfbench.table import Table
@@ -35,6 +35,7 @@ def results_table(out_dir: Path, results: Path, sweep_id: str | None,
                 return line
 
             table = table_of_keys(out_dir, logged.keys, fetch, sweep_id, use)
+            forget_logged_lines()  # the report reads it last: its memory goes
             if use is not None:
                 use.logged = True
             return table

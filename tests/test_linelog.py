@@ -86,6 +86,7 @@ def test_the_row_writers_log_every_line_and_a_report_takes_their_keys(tmp_path: 
     use = CacheUse()
     report = build_report(out, use=use)
     assert use.logged and use.lines == len(lines) == 13
+    assert not linelog._last  # read last by the report: its memory let go
     assert 0 < use.missed < use.lines  # the rows still waiting for their batch: read by offset
     assert use.parsed == use.missed and use.hits == use.lines - use.missed
     assert report.rows() == as_the_file_says(out)

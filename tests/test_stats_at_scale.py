@@ -67,11 +67,13 @@ def test_drawn_sums_are_the_exact_sums_rounded_once(seed: int) -> None:
                [*half_integers(rng, size - 1, 99), math.inf],  # not finite: loose
                [*half_integers(rng, size - 1, 99), -0.0],  # a negative zero: loose
                [*half_integers(rng, size - 1, 99), 2.0**-900],  # too wide to pack: loose
-               [float(v) for v in range(size)], [0.1] * size]
+               [float(v) for v in range(size)], [0.1] * size,
+               [rng.choice([1e15, 2.0**-50]) for _ in range(size)]]  # 100 bits wide
     drawn_sums = DrawnSums(columns)
-    assert [position for position, *_ in drawn_sums.fields] == [0, 1, 2, 3, 4, 9, 10]
+    assert [position for position, *_ in drawn_sums.fields] == [0, 1, 2, 3, 4, 9, 10, 11]
     assert drawn_sums.loose == [5, 6, 7, 8]
-    assert max(count for _, _, count, _ in drawn_sums.fields) > 1  # wide ones: many limbs
+    # Wide ones take many limbs: two are put together in floats, more in integers.
+    assert {count for _, _, count, _ in drawn_sums.fields} == {1, 2, 3}
     drawn = list(resampled_indices(size, seed=seed, resamples=50))
     got_all = drawn_sums.sums(np.array(drawn, dtype=np.intp)).tolist()
     for indices, got in zip(drawn, got_all, strict=True):

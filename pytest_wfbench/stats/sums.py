@@ -86,6 +86,13 @@ class DrawnSums:
                 if count == 1 and scale <= FLOAT_SCALE:  # exact, and divided by a power of 2
                     out[:, position] = limb_sums[:, first] / float(scale)
                     continue
+                if count == 2 and scale <= FLOAT_SCALE:
+                    # high * 2**bits is exact, their sum rounded once (IEEE), and
+                    # the quotient exact: a sum that is not 0 is at least 1/scale,
+                    # so never subnormal.
+                    high = limb_sums[:, first + 1] * float(1 << self.bits)
+                    out[:, position] = (high + limb_sums[:, first]) / float(scale)
+                    continue
                 parts = limb_sums[:, first:first + count].astype(np.int64).tolist()
                 out[:, position] = [
                     sum(limb << (self.bits * k) for k, limb in enumerate(row)) / scale
