@@ -18,6 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from pytest_wfbench.aggregate import Summary, summarize_table
 from pytest_wfbench.aggregate.select import (
     equal,
@@ -56,7 +59,7 @@ from pytest_wfbench.store import (
     ResultsStore,
     iter_rows,
 )
-from pytest_wfbench.table import Table, gather, known
+from pytest_wfbench.table import Table, gather
 
 PROMOTION = "promotion.json"
 STATE_LINES = {
@@ -353,15 +356,22 @@ def spend_lines(table: Table) -> list[str]:
     at = positions_of(positions)
     fresh = field_is(table, "status", positions, "ran") & (flag_at(table, "reused", at) != 1)
     by_arm = grouped(list(map(str, gather(table.obj("arm"), positions))), at, fresh)
-    usage = [table.number(key) for key in (
+    usage = [np.frombuffer(table.number(key), np.float64) for key in (
         "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
         "output_tokens")]
+    cost_column = np.frombuffer(table.number("cost_usd"), np.float64)
+
+    def known_at(column: npt.NDArray[np.float64], members: list[int]) -> list[float]:
+        values = column[members]
+        found: list[float] = values[~np.isnan(values)].tolist()  # null: left out
+        return found
+
     per_arm: dict[str, list[float]] = {}
     cost_known: dict[str, bool] = {}
     for arm, members in by_arm.items():
-        costs = known(gather(table.number("cost_usd"), members))
-        per_arm[arm] = [math.fsum(math.fsum(known(gather(column, members)))
-                                  for column in usage), math.fsum(costs)]
+        costs = known_at(cost_column, members)
+        per_arm[arm] = [math.fsum(math.fsum(known_at(column, members)) for column in usage),
+                        math.fsum(costs)]
         cost_known[arm] = bool(costs)
     if not any(tokens for tokens, _ in per_arm.values()):
         return []

@@ -176,3 +176,51 @@ def test_provenance_facts_from_the_rows() -> None:
     assert facts["partial-evidence notes"] == ["t-noop-r1: session-error"]
     assert facts["runs per cell"] == 3
     assert provenance([row("t", "gold", status="skipped")], {})["model"] is None
+
+
+def test_a_table_line_is_its_cells_each_kept_one_cell() -> None:
+    """A line is written at once when no cell has a bar or a line break, else
+    cell by cell: either way each cell is cell() of its text."""
+    from pytest_wfbench.render.format import cell, table
+
+    rng = random.Random(8)
+    alphabet = ["a", "|", "\\|", "\n", "\r", " ", "x", "1", "-"]
+    for _ in range(500):
+        width = rng.randrange(1, 5)
+        rows = [["".join(rng.choice(alphabet) for _ in range(rng.randrange(4)))
+                 for _ in range(width)] for _ in range(rng.randrange(4))]
+        lines = table([f"h{k}" for k in range(width)], rows)
+        assert lines[2:] == ["| " + " | ".join(cell(text) for text in row) + " |"
+                             for row in rows]
+        assert all(line.count("\n") == line.count("\r") == 0 for line in lines)
+
+
+def test_the_spend_lines_are_the_exact_sums_of_the_fresh_cells() -> None:
+    """Per arm, every fresh cell's tokens (a null as 0) and measured costs, each
+    summed exactly (math.fsum); reused and skipped cells spent nothing here."""
+    import math
+
+    from pytest_wfbench.outdir import spend_lines
+    from pytest_wfbench.table import Table
+
+    rng = random.Random(11)
+    rows = []
+    for run in range(1, 41):
+        for arm in ("workflow", "baseline"):
+            rows.append(row("t", arm, run, status="skipped" if run % 9 == 0 else "ran",
+                            reused=run % 7 == 0,
+                            input_tokens=None if run % 5 == 0 else rng.randrange(10**6),
+                            output_tokens=rng.randrange(10**4),
+                            cost_usd=None if arm == "baseline" and run % 3 else rng.random()))
+    fresh = [r for r in rows if r["status"] == "ran" and not r["reused"]]
+    parts, tokens_all, cost_all = [], 0.0, 0.0
+    for arm in ("baseline", "workflow"):
+        mine = [r for r in fresh if r["arm"] == arm]
+        tokens = math.fsum(math.fsum(r[k] for r in mine if r[k] is not None) for k in (
+            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+            "output_tokens"))
+        cost = math.fsum(r["cost_usd"] for r in mine if r["cost_usd"] is not None)
+        parts.append(f"{arm} {tokens:,.0f} tokens ${cost:,.4f}")
+        tokens_all, cost_all = tokens_all + tokens, cost_all + cost
+    assert spend_lines(Table.of(rows)) == [
+        f"wfbench spend: {'; '.join(parts)}; sweep {tokens_all:,.0f} tokens ${cost_all:,.4f}"]

@@ -5,6 +5,7 @@ arms apart when the sweep cannot."""
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -56,22 +57,18 @@ def paired_comparison(
     confidence: float = 0.95, detectable_difference: float = 0.10, power: float = 0.8,
 ) -> PairedComparison:
     """Pair the counted runs of each (arm, baseline) per-task figures by run."""
-    counts = {"both": 0, "first_only": 0, "second_only": 0, "neither": 0}
+    outcomes: list[tuple[bool, bool]] = []  # (the arm resolved, the baseline did) per pair
     per_task: list[int] = []
     for arm_figures, base_figures in pairs:
         base_by_run = dict(base_figures.counted_runs)
-        paired = 0
-        for run, mine in arm_figures.counted_runs:
-            if run not in base_by_run:
-                continue
-            paired += 1
-            theirs = base_by_run[run]
-            key = ("both" if theirs else "first_only") if mine else (
-                "second_only" if theirs else "neither")
-            counts[key] += 1
+        paired = [(bool(mine), bool(base_by_run[run])) for run, mine in arm_figures.counted_runs
+                  if run in base_by_run]
         if paired:
-            per_task.append(paired)
-    table = PairedTable(**counts)
+            per_task.append(len(paired))
+            outcomes += paired
+    counted = Counter(outcomes)
+    table = PairedTable(both=counted[True, True], first_only=counted[True, False],
+                        second_only=counted[False, True], neither=counted[False, False])
     comparison = PairedComparison(
         arm=arm, baseline_arm=baseline_arm, table=table, tasks=len(per_task),
         runs=max(per_task, default=0),

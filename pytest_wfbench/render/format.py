@@ -66,8 +66,16 @@ def cell(text: str) -> str:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(cell(text) for text in row) + " |" for row in rows]
+    lines += [_row(row) for row in rows]
     return lines
+
+
+def _row(row: Sequence[str]) -> str:
+    """A table's line of these cells, each a :func:`cell`."""
+    joined = " | ".join(row)
+    if joined.count("|") == len(row) - 1 and "\n" not in joined and "\r" not in joined:
+        return "| " + joined + " |"  # no cell has a bar or a line break: each is itself
+    return "| " + " | ".join(cell(text) for text in row) + " |"
 
 
 def first_line(text: str | None, limit: int = 160) -> str:

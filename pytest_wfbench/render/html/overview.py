@@ -23,12 +23,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import eq, is_
+from operator import is_
 
 import numpy as np
 import numpy.typing as npt
 
 from pytest_wfbench.aggregate import Row, row_order, token_totals
+from pytest_wfbench.aggregate.select import Positions, equal, grouped, positions_of
 from pytest_wfbench.outcomes import ERROR_KINDS, ErrorClass
 from pytest_wfbench.projection import listed as is_listed
 from pytest_wfbench.render.html.cell import OUTCOME_LABELS, outcome
@@ -137,9 +138,9 @@ def outcomes_at(table: Table, positions: Sequence[int],
     for all of them at once (the rows the table keeps one by one: ``kept``,
     where these are among the positions, when known)."""
     count = len(positions)
-    at = np.fromiter(positions, np.intp, count)
+    at = positions_of(positions)
     kinds = gather(table.objects["error_kind"], positions)
-    skipped = _equal(gather(table.objects["status"], positions), "skipped")
+    skipped = equal(gather(table.objects["status"], positions), "skipped")
     counted = np.frombuffer(table.flags["counted"], np.int8)[at] == 1
     resolved = np.frombuffer(table.flags["resolved"], np.int8)[at] == 1
     try:
@@ -148,7 +149,7 @@ def outcomes_at(table: Table, positions: Sequence[int],
         negative = np.fromiter((type(kind) is str and kind in NEGATIVE_KINDS for kind in kinds),
                                np.bool_, count)
     places: list[int] = np.select(
-        [skipped, ~counted, _equal(kinds, "suspicious"), resolved, negative],
+        [skipped, ~counted, equal(kinds, "suspicious"), resolved, negative],
         [PLACE[name] for name in ("skipped", "excluded", "suspicious", "resolved", "negative")],
         PLACE["failure"]).tolist()
     for k in kept_among(table, at) if kept is None else kept:
@@ -163,10 +164,6 @@ def kept_among(table: Table, at: npt.NDArray[np.intp]) -> list[int]:
     return [int(k) for k in np.flatnonzero(np.isin(at, np.fromiter(table.kept, np.intp)))]
 
 
-def _equal(values: Sequence[object], value: str) -> npt.NDArray[np.bool_]:
-    return np.fromiter(map(eq, values, repeat(value)), np.bool_, len(values))
-
-
 def _codes(values: Sequence[object]) -> tuple[list[str], npt.NDArray[np.intp]]:
     """The values as text, sorted and without repeats, and each value's place there."""
     texts = list(map(str, values))
@@ -179,7 +176,7 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
     """The overview of the table's rows (its positions); ``metrics`` are the
     distributions' (``tokens`` is the total of the usage fields)."""
     positions = table.positions
-    at = np.fromiter(positions, np.intp, len(positions))
+    at = positions_of(positions)
     kept_at = kept_among(table, at)
     places = outcomes_at(table, positions, kept_at)
     outcomes = list(map(NAMES.__getitem__, places))
@@ -190,7 +187,7 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
     for k in kept_at:
         lanes[k] = kept[positions[k]].get("lane")
     agent = (np.fromiter(map(is_, lanes, repeat(None)), np.bool_, len(lanes))
-             | _equal(lanes, "agent"))
+             | equal(lanes, "agent"))
     # A kept row that is not listed (an audit or review row) is a projection.
     listed = sorted((i for i in (positions[k] for k in kept_at) if is_listed(kept[i])),
                     key=lambda i: row_order(kept[i]))
@@ -212,9 +209,8 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
         task, arm, kind = tasks[pair // len(arms)], arms[pair % len(arms)], NAMES[place]
         squares.append(Counted(task, arm, kind, count, link.get((task, arm, kind))))
     drawn = agent & ~np.isin(np.array(places, np.intp), [PLACE["excluded"], PLACE["skipped"]])
-    by_arm: dict[str, Positions] = {}
-    for code in _first_seen(arm_codes[drawn]):  # arms in the order their runs come
-        by_arm[arms[code]] = at[drawn & (arm_codes == code)]
+    by_arm = {arm: np.array(members, np.intp) for arm, members  # in the order they come
+              in grouped([arms[code] for code in arm_codes.tolist()], at, drawn).items()}
     dots = DOTS_PER_ARM
     spreads = {name: _spreads(table, by_arm, name, max(dots, 2)) for name in metrics}
     return Overview(
@@ -224,14 +220,7 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
         lane_rows=[kept[i] for i in listed if kept[i].get("lane") == "tool-cost"])
 
 
-def _first_seen(codes: npt.NDArray[np.intp]) -> list[int]:
-    """The codes without repeats, in the order they first come."""
-    found, first = np.unique(codes, return_index=True)
-    return [int(code) for code in found[np.argsort(first)]]
-
-
 RANK = {name: place for place, name in enumerate(DETAIL_ORDER)}
-Positions = npt.NDArray[np.intp]
 NAMES = tuple(OUTCOME_LABELS)
 """The outcomes, in the grid's order."""
 PLACE = {name: place for place, name in enumerate(NAMES)}

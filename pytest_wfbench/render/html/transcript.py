@@ -124,6 +124,13 @@ class _RawBlock:
     title: str = ""
     error: bool = False
     limit: int = MESSAGE_CHARS
+    data: Any = None
+    """A tool's input, written out as text only if its turn is shown."""
+
+    def shown(self) -> str:
+        if self.kind != "tool_use":
+            return self.text
+        return json.dumps(self.data, indent=2, sort_keys=True, ensure_ascii=False)
 
 
 def _blocks(entry: dict[str, Any], tool_names: dict[str, str]) -> list[_RawBlock]:
@@ -146,9 +153,8 @@ def _blocks(entry: dict[str, Any], tool_names: dict[str, str]) -> list[_RawBlock
         elif kind == "tool_use":
             name = str(block.get("name", "?"))
             tool_names[str(block.get("id"))] = name
-            found.append(_RawBlock("tool_use", json.dumps(block.get("input"), indent=2,
-                                                          sort_keys=True, ensure_ascii=False),
-                                   title=name, limit=TOOL_INPUT_CHARS))
+            found.append(_RawBlock("tool_use", "", title=name, limit=TOOL_INPUT_CHARS,
+                                   data=block.get("input")))
         elif kind == "tool_result":
             name = tool_names.get(str(block.get("tool_use_id")), "tool")
             found.append(_RawBlock("tool_result", _text_of(block.get("content")), title=name,
@@ -209,7 +215,7 @@ def read_transcript(text: str, budget: Budget | None = None) -> Transcript:
         if part == 1:
             budget.left += tail_reserve
         for turn, blocks in turns:
-            turn.blocks = [Block(b.kind, budget.take(b.text, b.limit), b.title, b.error)
+            turn.blocks = [Block(b.kind, budget.take(b.shown(), b.limit), b.title, b.error)
                            for b in blocks]
             shown[part].append(turn)
     return Transcript(head=shown[0], tail=shown[1], turns_cut=cut, total_turns=len(raw),
