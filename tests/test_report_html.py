@@ -444,7 +444,8 @@ def test_a_grids_rows_are_the_templates_with_every_value_escaped() -> None:
     hostile = ['<script>alert(1)</script>', '" onmouseover="x', "it's & <b>", "plain"]
     rng = random.Random(2)
     rows = [(rng.choice(hostile) + str(i), [
-        (arm, [Square(href=rng.choice(["", f"#cell-{h}"]), label=rng.choice(hostile),
+        (arm, [Square(href=rng.choice(["", f"#cell-{h}"]),
+                      label=rng.choice([*hostile, "12", "3<", "\u00b2"]),  # digits as they are
                       outcome=rng.choice(["resolved", h]), title=rng.choice(hostile))
                for h in rng.sample(hostile, rng.randrange(0, 3))])
         for arm in hostile]) for i in range(6)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from markupsafe import Markup, escape
 
@@ -50,8 +50,7 @@ class ArmView:
     facts: list[tuple[str, str]]
 
 
-@dataclass(frozen=True)
-class Square:
+class Square(NamedTuple):
     href: str
     """The cell's anchor on the page (empty: no cell of the square is shown)."""
     label: str
@@ -74,18 +73,20 @@ class Grid:
         grid has tens of thousands of squares: written here, not by a loop of
         the template)."""
         rows = []
+        kinds: dict[str, str] = {}  # a few outcomes, each escaped once
         for task, columns in self.rows:
             key = escape(task)
             parts = [f'    <tr class="f" data-task="{key}"><th>{key}</th>\n']
             for name, squares in columns:
                 column = escape(name)
                 parts.append(f'<td class="f" data-arm="{column}">\n')
-                for square in squares:
-                    href = f' href="{escape(square.href)}"' if square.href else ""
-                    kind = escape(square.outcome)
-                    parts.append(f'<a class="sq f o-{kind}"{href} title="{escape(square.title)}"'
+                for href, label, state, title in squares:
+                    link = f' href="{escape(href)}"' if href else ""
+                    kind = kinds.get(state) or kinds.setdefault(state, escape(state))
+                    shown = label if label.isdigit() else escape(label)  # digits: as they are
+                    parts.append(f'<a class="sq f o-{kind}"{link} title="{escape(title)}"'
                                  f' data-task="{key}" data-arm="{column}" data-outcome="{kind}">'
-                                 f"{escape(square.label)}</a>")
+                                 f"{shown}</a>")
                 parts.append("      </td>")
             parts.append("    </tr>\n")
             rows.append(Markup("".join(parts)))
