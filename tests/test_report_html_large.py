@@ -146,14 +146,20 @@ def test_a_large_pages_plots_draw_some_runs_and_the_median_of_all(small_limits: 
         assert f"<title>{arm}: median {tick_label(statistics.median(costs))}</title>" in chart
 
 
-def test_a_large_sweeps_page_reads_no_row_again(
-        tmp_path: Path, small_limits: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    results = ResultsStore(tmp_path, Redactor([]))
+def written_sweep(out: Path) -> tuple[ResultsStore, list[dict[str, Any]]]:
+    """sweep_rows() as a sweep's rows in ``out``, a row at a time."""
+    results = ResultsStore(out, Redactor([]))
     results.prepare()
     rows = sweep_rows()
     for r in rows:
         r["sweep_id"] = "s1"
         results.append(r)
+    return results, rows
+
+
+def test_a_large_sweeps_page_reads_no_row_again(
+        tmp_path: Path, small_limits: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    results, rows = written_sweep(tmp_path)
 
     def no_rows(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a large page read the rows again")
@@ -169,13 +175,8 @@ def test_a_large_sweeps_page_reads_no_row_again(
 
 def test_a_sweep_at_the_limit_shows_every_cell_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = sweep_rows()
+    results, rows = written_sweep(tmp_path)
     monkeypatch.setattr(overview, "DETAIL_CELLS", len(rows))
-    results = ResultsStore(tmp_path, Redactor([]))
-    results.prepare()
-    for r in rows:
-        r["sweep_id"] = "s1"
-        results.append(r)
     _, html = write_report(results)
     assert html.path is not None
     page = html.path.read_text()
@@ -213,10 +214,7 @@ def test_harness_errors_are_shown_whole_before_other_excluded_runs(small_limits:
 
 def test_a_large_page_that_fails_is_reported_not_raised(
         tmp_path: Path, small_limits: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    results = ResultsStore(tmp_path, Redactor([]))
-    results.prepare()
-    for r in sweep_rows():
-        results.append(dict(r, sweep_id="s1"))
+    results, _ = written_sweep(tmp_path)
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("boom")
@@ -233,12 +231,7 @@ def test_a_large_report_is_frozen_out_of_the_collectors_reach(
     """What a large report built lives as long as its process (the end of a
     sweep, a wfbench command): frozen, later collections never walk it (they
     took 0.1 s of a 100,000-row report's end); a small one is left alone."""
-    results = ResultsStore(tmp_path, Redactor([]))
-    results.prepare()
-    rows = sweep_rows()
-    for r in rows:
-        r["sweep_id"] = "s1"
-    results.append_many(rows)
+    results, rows = written_sweep(tmp_path)
     monkeypatch.setattr(heap, "FREEZE_FROM", len(rows) if large else len(rows) + 1)
     frozen: list[bool] = []
     monkeypatch.setattr(gc, "freeze", lambda: frozen.append(gc.isenabled()))
