@@ -211,6 +211,11 @@ class CachedRows:
         if len(self._rows) >= self.batch:
             self.flush()
 
+    @property
+    def waiting(self) -> bool:
+        """Whether rows wait for their batch."""
+        return bool(self._rows)
+
     def flush(self) -> None:
         """Add the rows waiting for their batch now (the process writes no more
         rows: its session ends)."""

@@ -101,7 +101,10 @@ class ResultsStore:
 
     def flush_cache(self) -> None:
         """This process writes no more rows (its session ends): the rows still
-        waiting for their batch go to the report's cache now."""
+        waiting for their batch go to the report's cache now (a process that
+        wrote none, or none since its last batch, does not take the lock)."""
+        if not self._cached.waiting:
+            return
         with self._lock:
             self._cached.flush()
 

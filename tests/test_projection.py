@@ -287,7 +287,16 @@ def test_a_writers_rows_still_waiting_go_in_when_its_session_ends(tmp_path: Path
     for r in variety()[:10]:
         store.append(r)
     store.flush_cache()  # the rows still waiting, in a frame of their own
-    store.flush_cache()  # nothing waits any more: no empty frame
+
+    class Untouchable:
+        def __enter__(self) -> None:
+            raise AssertionError("took the results file's lock with nothing to add")
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    store._lock = Untouchable()  # type: ignore[assignment]
+    store.flush_cache()  # nothing waits any more: no lock, no empty frame
     entries, frames = load_entries(out)
     assert (len(entries), frames) == (10, 3)
     (out / "sweep.json").write_text(json.dumps({"sweep_id": SWEEP}))

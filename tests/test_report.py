@@ -224,3 +224,17 @@ def test_the_spend_lines_are_the_exact_sums_of_the_fresh_cells() -> None:
         tokens_all, cost_all = tokens_all + tokens, cost_all + cost
     assert spend_lines(Table.of(rows)) == [
         f"wfbench spend: {'; '.join(parts)}; sweep {tokens_all:,.0f} tokens ${cost_all:,.4f}"]
+
+
+def test_a_row_whose_listed_fields_are_no_text_is_still_reported() -> None:
+    """An excluded run without an error kind, a suspicious win whose cell id is
+    a number: their lines are written (as text, null as empty), not a crash."""
+    from pytest_wfbench.render.format import table
+
+    odd_cells: list[Any] = ["x", None, 3]
+    assert table(["a", "b", "c"], [odd_cells]) == ["| a | b | c |", "|---|---|---|",
+                                                    "| x |  | 3 |"]
+    odd = row("t", "a", 2, counted=False)  # ran, not counted, no error kind
+    text = render_markdown(summarize([row("t", "a", 1, resolved=True), odd]),
+                           provenance([odd], {}))
+    assert "| t-a-r2 |  | " in text

@@ -71,8 +71,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _row(row: Sequence[str]) -> str:
-    """A table's line of these cells, each a :func:`cell`."""
-    joined = " | ".join(row)
+    """A table's line of these cells, each a :func:`cell` (a cell that is no
+    text, a row's field of another type, written as text; null as empty)."""
+    try:
+        joined = " | ".join(row)
+    except TypeError:
+        return _row([text if isinstance(text, str) else "" if text is None else str(text)
+                     for text in row])
     if joined.count("|") == len(row) - 1 and "\n" not in joined and "\r" not in joined:
         return "| " + joined + " |"  # no cell has a bar or a line break: each is itself
     return "| " + " | ".join(cell(text) for text in row) + " |"
