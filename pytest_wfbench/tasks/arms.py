@@ -60,7 +60,7 @@ def phase_spec(reader: Reader, base: Path) -> PhaseSpec:
                              field=servers.name(server))
             mcp.append((server, json.dumps(plain(node), sort_keys=True, default=str)))
     plugin_dirs = tuple(
-        inside_folder(Path(value), base, reader, "plugin_dirs", line)
+        inside_folder(value, base, reader, "plugin_dirs", line)
         for value, line in reader.string_list("plugin_dirs")
     )
     allowed = tuple(value for value, _ in reader.string_list("allowed_tools"))
@@ -84,7 +84,7 @@ def skills_folder(reader: Reader, base: Path) -> Path | None:
     value = reader.string("skills")
     if value is None:
         return None
-    folder = inside_folder(Path(value), base, reader, "skills", reader.line_of("skills"))
+    folder = inside_folder(value, base, reader, "skills", reader.line_of("skills"))
     if not folder.is_dir():
         reader.fail(reader.line_of("skills"), f"{folder} is not a folder",
                     field=reader.name("skills"))

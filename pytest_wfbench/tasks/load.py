@@ -193,7 +193,7 @@ def _task(
     oracle_reader.check_keys(ORACLE_KEYS)
     files_value = oracle_reader.string("files")
     files = (
-        inside_folder(Path(files_value), base, oracle_reader, "files",
+        inside_folder(files_value, base, oracle_reader, "files",
                        oracle_reader.line_of("files"))
         if files_value
         else None
@@ -204,7 +204,7 @@ def _task(
     )
     gold_value = reader.string("gold")
     gold = (
-        inside_folder(Path(gold_value), base, reader, "gold", reader.line_of("gold"))
+        inside_folder(gold_value, base, reader, "gold", reader.line_of("gold"))
         if gold_value
         else None
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -105,16 +106,23 @@ class SandboxSpec:
     """Overrides of :class:`Limits`, by field name."""
 
     def merged(self, other: SandboxSpec) -> SandboxSpec:
-        env = dict(self.env) | dict(other.env)
-        limits = dict(self.limits) | dict(other.limits)
-        return SandboxSpec(
-            read_only=tuple(dict.fromkeys(self.read_only + other.read_only)),
-            env=tuple(sorted(env.items())),
-            limits=tuple(sorted(limits.items())),
-        )
+        return _merged(self, other)
 
     def resolved_limits(self) -> Limits:
         return replace(Limits(), **dict(self.limits))
+
+
+@functools.lru_cache(maxsize=256)
+def _merged(first: SandboxSpec, other: SandboxSpec) -> SandboxSpec:
+    """``other`` over ``first`` (the tasks of a file mostly merge the file's with
+    none of their own: made once)."""
+    env = dict(first.env) | dict(other.env)
+    limits = dict(first.limits) | dict(other.limits)
+    return SandboxSpec(
+        read_only=tuple(dict.fromkeys(first.read_only + other.read_only)),
+        env=tuple(sorted(env.items())),
+        limits=tuple(sorted(limits.items())),
+    )
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ def _labels(oracle: Reader) -> ReviewLabels:
 def _change(reader: Reader, base: Path) -> Path:
     value = reader.required_string("change")
     line = reader.line_of("change")
-    change = inside_folder(Path(value), base, reader, "change", line)
+    change = inside_folder(value, base, reader, "change", line)
     if not change.is_file():
         reader.fail(line, f"{change} is not a file", field="change")
     try:
