@@ -63,15 +63,16 @@ def compose(path: Path, cache: ParseCache | None = None) -> Node:
             return decode(cached)
         except (TypeError, ValueError):
             pass  # an entry of another shape: parse again, and replace it
-    encoded = parse(path, data)
+    encoded, tree = parse(path, data)
     if cache is not None and not URL_USER_INFO.search(data):
         # A file holding a URL's credentials is never copied into the cache dir.
         cache.put(key, encoded)
-    return decode(encoded)
+    return tree
 
 
-def parse(path: Path, data: bytes) -> Encoded:
-    """A task file's bytes as its encoded tree; errors name the line."""
+def parse(path: Path, data: bytes) -> tuple[Encoded, Node]:
+    """A task file's bytes as its encoded tree and its tree of nodes (made in one
+    pass: ``decode`` of the first is the second); errors name the line."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -114,21 +115,28 @@ class Composer(COMPOSER):  # type: ignore[misc]
             first: (*found, *wildcard) for first, found in resolvers.items()
             if first is not None}
         self._wildcard = wildcard
+        self._by_path = bool(self.yaml_path_resolvers)
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+        if self._by_path:
             return super().resolve(kind, value, implicit)
-        if implicit[0]:
-            for tag, regexp in self._by_first.get(value[:1], self._wildcard):
-                if regexp.match(value):
-                    return tag
-        return self.DEFAULT_SCALAR_TAG
+        if kind is yaml.ScalarNode:
+            if implicit[0]:
+                for tag, regexp in self._by_first.get(value[:1], self._wildcard):
+                    if regexp.match(value):
+                        return tag
+            return self.DEFAULT_SCALAR_TAG
+        # What BaseResolver.resolve gives a collection without path resolvers.
+        return (self.DEFAULT_MAPPING_TAG if kind is yaml.MappingNode
+                else self.DEFAULT_SEQUENCE_TAG)
 
 
-def _encode(path: Path, node: yaml.Node, constructor: yaml.SafeLoader) -> Encoded:
+def _encode(path: Path, node: yaml.Node,
+            constructor: yaml.SafeLoader) -> tuple[Encoded, Node]:
     line = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         mapping: dict[str, Encoded] = {}
+        nodes: dict[str, Node] = {}
         for key_node, value_node in node.value:
             key = key_node.value
             if not isinstance(key_node, yaml.ScalarNode):
@@ -138,16 +146,19 @@ def _encode(path: Path, node: yaml.Node, constructor: yaml.SafeLoader) -> Encode
                 raise TaskFileError(
                     path, key_node.start_mark.line + 1, f"duplicate key {key!r}", field=key
                 )
-            mapping[key] = _encode(path, value_node, constructor)
-        return (line, mapping)
+            mapping[key], nodes[key] = _encode(path, value_node, constructor)
+        return (line, mapping), Node(nodes, line)
     if isinstance(node, yaml.SequenceNode):
-        return (line, [_encode(path, item, constructor) for item in node.value])
+        items = [_encode(path, item, constructor) for item in node.value]
+        return (line, [encoded for encoded, _ in items]), Node([tree for _, tree in items], line)
     if node.tag == STR_TAG:
-        return (line, node.value)  # what the constructor would return, without it
-    try:
-        return (line, constructor.construct_object(node, deep=True))
-    except yaml.YAMLError as exc:  # an unknown tag (!!python/...), a bad timestamp
-        raise _yaml_error(path, exc) from exc
+        value = node.value  # what the constructor would return, without it
+    else:
+        try:
+            value = constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:  # an unknown tag (!!python/...), a bad timestamp
+            raise _yaml_error(path, exc) from exc
+    return (line, value), Node(value, line)
 
 
 class Reader:
