@@ -123,18 +123,18 @@ def terminal_lines(finished: Finished, redact: Callable[[str], str], *, work_dir
 
     audit_arms = {str(r["arm"]) for r in rows if (r.get("audit") or {}).get("role")}
     for line in [*(render_terminal(summary, audit_arms) if summary.rows else []),
-                 *render_lanes_terminal(sorted(rows, key=lambda r: str(r["cell_id"])))]:
+                 *render_lanes_terminal(sorted(rows, key=lambda r: str(r.get("cell_id"))))]:
         say(line)
     for line in [*unusable_lines(summary), *harness_error_lines(rows)]:
         say(line, red=True, bold=True)
     for line in suspicious_lines(rows):
         say(line, yellow=True)
-    unrun = [str(r["cell_id"]) for r in rows
+    unrun = [str(r.get("cell_id")) for r in rows
              if str(r.get("skip_reason") or "").startswith("not run")]
     if unrun:
         say(f"wfbench: {len(unrun)} selected cells did not run (rows say so): "
             f"{', '.join(unrun[:10])}{' ...' if len(unrun) > 10 else ''}", yellow=True)
-    kept = [(r["cell_id"], r["kept_workspace"]) for r in rows if r.get("kept_workspace")]
+    kept = [(r.get("cell_id"), r.get("kept_workspace")) for r in rows if r.get("kept_workspace")]
     if kept:
         say(f"wfbench: workspaces kept (work dir {work_dir}):")
         for cell_id, path in kept:

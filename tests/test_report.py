@@ -10,6 +10,7 @@ from typing import Any
 from pytest_wfbench.aggregate import summarize
 from pytest_wfbench.decisions import Digests, PromotionContext, PromotionPolicy, decide
 from pytest_wfbench.outdir import provenance
+from pytest_wfbench.render.terminal import harness_error_lines, suspicious_lines
 from pytest_wfbench.report import (
     overhead_section,
     promotion_lines,
@@ -238,3 +239,15 @@ def test_a_row_whose_listed_fields_are_no_text_is_still_reported() -> None:
     text = render_markdown(summarize([row("t", "a", 1, resolved=True), odd]),
                            provenance([odd], {}))
     assert "| t-a-r2 |  | " in text
+    # Rows without a cell id (a hand-edited file, before any compaction), their
+    # error detail no text: the report and the terminal's lines say what they can.
+    nameless = [{k: v for k, v in r.items() if k != "cell_id"} for r in (
+        row("t", "a", 3, kind="session-error", error_detail={"exit": 1}),
+        row("t", "a", 4, kind="harness-error", error_detail=["x"]),
+        row("t", "a", 5, resolved=True, suspicious=["writes conftest.py"]))]
+    rows = [row("t", "a", 1, resolved=True), *nameless]
+    text = render_markdown(summarize(rows), provenance(rows, {}), trust_sections(rows))
+    assert "|  | session-error | {'exit': 1} |" in text
+    assert "|  | harness-error | ['x'] |" in text and "|  | resolved | writes conftest.py |" in text
+    assert harness_error_lines(rows) and suspicious_lines(rows) == [
+        line for line in suspicious_lines(rows) if "None" in line]

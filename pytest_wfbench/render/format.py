@@ -4,7 +4,7 @@ same number always reads the same."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from pytest_wfbench.stats import Interval
 
@@ -64,25 +64,29 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\r", "\\r").replace("\n", "\\n")
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += [_row(row) for row in rows]
     return lines
 
 
-def _row(row: Sequence[str]) -> str:
+def _row(row: Sequence[object]) -> str:
     """A table's line of these cells, each a :func:`cell` (a cell that is no
     text, a row's field of another type, written as text; null as empty)."""
+    texts = cast(Sequence[str], row)  # almost always: else the join says so
     try:
-        joined = " | ".join(row)
+        joined = " | ".join(texts)
     except TypeError:
         return _row([text if isinstance(text, str) else "" if text is None else str(text)
                      for text in row])
     if joined.count("|") == len(row) - 1 and "\n" not in joined and "\r" not in joined:
         return "| " + joined + " |"  # no cell has a bar or a line break: each is itself
-    return "| " + " | ".join(cell(text) for text in row) + " |"
+    return "| " + " | ".join(cell(text) for text in texts) + " |"
 
 
-def first_line(text: str | None, limit: int = 160) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+def first_line(text: object, limit: int = 160) -> str:
+    """The text's first line, cut at ``limit`` (a value that is no text, as text;
+    null as empty)."""
+    text = "" if text is None else text if isinstance(text, str) else str(text)
+    line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 3] + "..."

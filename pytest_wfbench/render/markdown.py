@@ -100,14 +100,14 @@ def agent_sections(summary: Summary) -> list[str]:
     lines += ["", "## Excluded runs", ""]
     if excluded:
         lines += table(["cell", "error kind", "detail"],
-                       [[r["cell_id"], r["error_kind"], first_line(r.get("error_detail"))]
+                       [[r.get("cell_id"), r.get("error_kind"), first_line(r.get("error_detail"))]
                         for r in excluded])
     else:
         lines.append("None.")
     lines += ["", "## Skipped cells", ""]
     if summary.skipped:
         lines += table(["cell", "reason"],
-                       [[r["cell_id"], r.get("skip_reason") or ""] for r in summary.skipped])
+                       [[r.get("cell_id"), r.get("skip_reason") or ""] for r in summary.skipped])
     else:
         lines.append("None.")
     return lines

@@ -42,7 +42,7 @@ def trust_sections_of(table: Table, positions: Sequence[int]) -> list[str]:
              "...). With `--wfbench-suspicious fail` they count as unresolved.", ""]
     if suspicious:
         lines += table_lines(["cell", "counted as", "findings"],
-                             [[r["cell_id"], "resolved" if r.get("resolved") else "unresolved",
+                             [[r.get("cell_id"), "resolved" if r.get("resolved") else "unresolved",
                                "; ".join(r["suspicious"])] for r in suspicious])
     else:
         lines.append("None.")
@@ -59,7 +59,7 @@ def trust_sections_of(table: Table, positions: Sequence[int]) -> list[str]:
                   "An unexpected exception inside pytest-wfbench (a bug: please report it). "
                   "Counted as unresolved where the session had completed.", ""]
         lines += table_lines(["cell", "counted", "detail"],
-                             [[r["cell_id"], "yes" if r.get("counted") else "no",
+                             [[r.get("cell_id"), "yes" if r.get("counted") else "no",
                                first_line(r.get("error_detail"))] for r in bugs])
     return lines
 

@@ -40,13 +40,13 @@ def unusable_lines(summary: Summary) -> list[str]:
 
 
 def harness_error_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
-    return [f"wfbench: HARNESS ERROR (a bug in pytest-wfbench) in {r['cell_id']}: "
+    return [f"wfbench: HARNESS ERROR (a bug in pytest-wfbench) in {r.get('cell_id')}: "
             f"{first_line(r.get('error_detail'))}"
             for r in rows if r.get("error_kind") == "harness-error"]
 
 
 def suspicious_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
-    wins = [r["cell_id"] for r in rows if r.get("resolved") and r.get("suspicious")]
+    wins = [str(r.get("cell_id")) for r in rows if r.get("resolved") and r.get("suspicious")]
     if not wins:
         return []
     return [f"wfbench: {len(wins)} resolved cells are suspicious (their patch reaches into "
