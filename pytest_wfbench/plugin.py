@@ -228,8 +228,10 @@ class WfbenchFile(pytest.Module):
                   "test_review": any(cell.task.is_review for cell in found),
                   "test_scenario": bool(sweep.scenario_cells.get(path))}
         with collector_paused():  # 10,000 cells: see pytest_wfbench.heap
-            return [node for node in super().collect()
-                    if wanted.get(getattr(node, "originalname", node.name), False)]
+            nodes = [node for node in super().collect()
+                     if wanted.get(getattr(node, "originalname", node.name), False)]
+            freeze_long_lived(len(nodes))  # before the collector would walk them once
+            return nodes
 
 
 class SweepHooks:

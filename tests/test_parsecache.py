@@ -3,6 +3,7 @@ reader's faster composition: the same tree, the same errors, every check run."""
 
 from __future__ import annotations
 
+import gc
 import math
 import shutil
 from pathlib import Path
@@ -11,11 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_wfbench import heap
 from pytest_wfbench.tasks import TaskFileError, load_task_file
 from pytest_wfbench.tasks import reader as reader_module
 from pytest_wfbench.tasks.parsecache import SUFFIX, ParseCache, parse_cache
 from pytest_wfbench.tasks.reader import Composer, Node, compose, decode, parse, plain
-from tests.conftest import write_suite
+from tests.conftest import task_yaml, write_suite
 
 
 def entries(cache_dir: Path) -> list[Path]:
@@ -215,3 +217,18 @@ def test_cached_and_parsed_trees_are_the_same_nodes(tmp_path: Path) -> None:
         tree["floats"].pop(6)  # NaN is never equal to itself
     assert got_warm == got_cold
     assert lines(warm) == lines(cold)
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_a_large_task_file_is_frozen_before_the_collector_runs_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, large: bool) -> None:
+    """What a file of many tasks made lives until the session ends: frozen while
+    the collector is still paused (its first collection after the load would
+    walk every one of those objects); a small file is left alone."""
+    suite = write_suite(tmp_path / "suite", tasks=[task_yaml(f"t{i}") for i in range(3)])
+    monkeypatch.setattr(heap, "FREEZE_FROM", 3 if large else 4)
+    frozen: list[bool] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(gc.isenabled()))
+    assert len(load_task_file(suite.task_file).tasks) == 3
+    assert frozen == ([False] if large else [])
+    assert gc.isenabled()

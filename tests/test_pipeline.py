@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 
 import pytest
 
+from pytest_wfbench import heap
 from pytest_wfbench.rowcache import load_entries
 from tests.conftest import Suite, junit_cases, junit_properties, script_arm, task_yaml
 
@@ -260,3 +262,22 @@ def test_rows_carry_stage_times_that_fit_in_the_cell(
         row["duration_s"] - row["session_duration_s"], abs=0.002)
     report = (suite.out / "report.md").read_text()
     assert "## Harness overhead" in report and "| gold | 1 |" in report
+
+
+def test_a_large_collection_is_frozen_before_the_collector_runs_again(
+    pytester: pytest.Pytester, suite_factory: SuiteFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cells a task file collects into live until the session ends: frozen
+    while the collector is still paused (its first collection would walk every
+    item: 0.1 s of 10,000 cells' collection), and again once collection ends."""
+    suite = suite_factory(tasks=[task_yaml("fix-add"), task_yaml("fix-add.again")])
+    monkeypatch.setattr(heap, "FREEZE_FROM", 4)
+    frozen: list[bool] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(gc.isenabled()))
+    result = pytester.inline_run(*suite.args("--collect-only", "-q", "--wfbench-arms",
+                                             "gold,noop", "--wfbench-runs", "1"))
+    assert len(result.getreports("pytest_collectreport")) > 0
+    assert len(result.getcalls("pytest_itemcollected")) == 4
+    # The collected file's four items, inside the pause; then the session's items.
+    assert frozen == [False, True]
+    assert gc.isenabled()

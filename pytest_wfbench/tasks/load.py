@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_wfbench.heap import collector_paused
+from pytest_wfbench.heap import collector_paused, freeze_long_lived
 from pytest_wfbench.tasks.arms import arm_definitions as load_arm_definitions
 from pytest_wfbench.tasks.arms import skills_folder
 from pytest_wfbench.tasks.model import (
@@ -245,7 +245,11 @@ def load_task_file(
     --wfbench-cache-dir) keeps the parsed tree for the next load of the same
     content; every check below runs either way."""
     with collector_paused():
-        return _load_task_file(path.resolve(), default_timeout_s, known_arms, cache_dir)
+        task_file = _load_task_file(path.resolve(), default_timeout_s, known_arms, cache_dir)
+        # Frozen before the collector runs again: its first collection would walk
+        # every object the file made (they live until the session ends).
+        freeze_long_lived(len(task_file.tasks))
+        return task_file
 
 
 def _load_task_file(path: Path, default_timeout_s: float, known_arms: Sequence[str],
