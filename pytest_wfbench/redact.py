@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -18,6 +18,8 @@ SECRET_ENV_VARS = ("WFBENCH_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_
 REDACTED = "[REDACTED]"
 # Shorter values would redact ordinary words; keys and tokens are far longer.
 MIN_SECRET_LENGTH = 8
+STREAM_SIZE = 1 << 20
+"""Characters Redactor.clean_stream redacts at once."""
 # Every C0 and C1 control character but newline and tab (ESC, CR, BEL, CSI, ...),
 # DEL, the Unicode bidirectional controls and line separators (which split lines
 # for readers that honour them): without them no escape sequence can act, and
@@ -65,6 +67,43 @@ class Redactor:
     def clean(self, value: str) -> str:
         """Redacted and neutralized: for terminals, junit, reports and rows."""
         return neutralize(self.text(value))
+
+    def clean_stream(self, pieces: Iterable[str], size: int | None = None) -> Iterator[str]:
+        """:meth:`clean` of the pieces' text, a part (of about ``size``
+        characters, STREAM_SIZE by default) at a time: the parts joined are
+        ``clean("".join(pieces))``, a secret split across pieces included (a
+        long page is never held whole)."""
+        size = STREAM_SIZE if size is None else size
+        held: list[str] = []
+        count = 0
+        for piece in pieces:
+            held.append(piece)
+            count += len(piece)
+            if count >= size:
+                text = "".join(held)
+                cut = self._cut(text, len(text) - len(self._longest) + 1)
+                if cut > 0:
+                    yield self.clean(text[:cut])
+                held, count = [text[cut:]], len(text) - cut
+        yield self.clean("".join(held))
+
+    @property
+    def _longest(self) -> str:
+        return self._secrets[0] if self._secrets else " "
+
+    def _cut(self, text: str, cut: int) -> int:
+        """The latest place at or before ``cut`` that no secret's occurrence
+        spans: the text before it is redacted as the whole text would be (a
+        secret only partly before ``cut`` stays after it, for the next part)."""
+        moved = True
+        while moved and cut > 0:
+            moved = False
+            for secret in self._secrets:
+                # An occurrence in this window starts before the cut and ends after it.
+                start = text.find(secret, max(cut - len(secret) + 1, 0), cut + len(secret) - 1)
+                if start != -1:
+                    cut, moved = start, True
+        return max(cut, 0)
 
     def data(self, value: Any) -> Any:
         """Redact and neutralize every string inside dicts, lists and tuples."""

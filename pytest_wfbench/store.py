@@ -3,6 +3,7 @@ process that ran the cell, at once, and artifacts beside them (SPEC §6)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -163,6 +164,27 @@ class ResultsStore:
         """A report or record for people to read: redacted and neutralized."""
         path = self.out_dir / name
         path.write_text(self.redactor.clean(text), encoding="utf-8")
+        return path
+
+    def write_pieces(self, name: str, pieces: Iterable[str]) -> Path:
+        """:meth:`write_text` of the pieces' text, written as the pieces come
+        (redacted as the whole text would be: Redactor.clean_stream) to a new
+        file that replaces ``name`` once it is whole: an error on the way (it
+        is raised) leaves the old file, and no part of the new one."""
+        path = self.out_dir / name
+        temporary = path.with_name(f".{name}.{os.getpid()}.new")
+        with contextlib.suppress(OSError):
+            temporary.unlink()  # a leftover of a killed process
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+            with open(fd, "w", encoding="utf-8") as out:
+                for part in self.redactor.clean_stream(pieces):
+                    out.write(part)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
         return path
 
 

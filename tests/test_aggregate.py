@@ -277,6 +277,28 @@ def test_redactor_replaces_secrets_in_text_and_data() -> None:
     assert Redactor(["short"]).text("short") == "short"
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_stream_is_redacted_and_neutralized_as_its_whole_text(seed: int) -> None:
+    """Redactor.clean_stream (report.html is written in parts): the parts joined
+    are clean() of the whole text, whatever the pieces and the part size, with
+    secrets that overlap, repeat and fall across pieces and parts."""
+    rng = random.Random(seed)
+    for _ in range(400):
+        secrets = ["".join(rng.choice("ab\x1bc") for _ in range(rng.randint(8, 14)))
+                   for _ in range(rng.randint(0, 3))]
+        redactor = Redactor(secrets)
+        text = "".join(rng.choice(["a", "b", "\x1b", "\n", "\u202e", *secrets])
+                       for _ in range(rng.randint(0, 300)))
+        pieces, start = [], 0
+        while start < len(text):
+            end = start + rng.randint(0, 20)
+            pieces.append(text[start:end])
+            start = end
+        parts = list(redactor.clean_stream(iter(pieces), size=rng.randint(1, 40)))
+        assert "".join(parts) == redactor.clean(text), (secrets, text)
+    assert list(Redactor([]).clean_stream([])) == [""]
+
+
 def test_a_torn_last_line_does_not_swallow_the_next_row(tmp_path: Path) -> None:
     store = ResultsStore(tmp_path, Redactor([]))
     store.prepare()

@@ -368,10 +368,66 @@ def test_a_rendering_bug_is_reported_not_raised(
     def broken(*args: Any, **kwargs: Any) -> str:
         raise ValueError("boom")
 
-    monkeypatch.setattr("pytest_wfbench.render.html.render_html", broken)
+    monkeypatch.setattr("pytest_wfbench.render.html.html_pieces", broken)
     written = write_html_report(ResultsStore(tmp_path, Redactor([])), summarize([]), [],
                                 PROVENANCE)
     assert written.failed and written.path is None and "ValueError: boom" in written.line
+
+
+def test_a_bug_midway_through_the_page_leaves_the_old_page_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page is written as it is made, to a new file that replaces the old
+    page only once whole: a bug halfway leaves the old page, and no part of
+    the new one."""
+    store = ResultsStore(tmp_path, Redactor([]))
+    store.prepare()
+    rows = [agent_row()]
+    first = write_html_report(store, summarize(rows), rows, PROVENANCE)
+    assert first.path is not None
+    old = first.path.read_bytes()
+
+    def halfway(*args: Any, **kwargs: Any) -> Any:
+        yield "<!doctype html><p>half a page"
+        raise ValueError("boom")
+
+    monkeypatch.setattr("pytest_wfbench.render.html.html_pieces", halfway)
+    written = write_html_report(store, summarize(rows), rows, PROVENANCE)
+    assert written.failed and written.path is None and "ValueError: boom" in written.line
+    assert first.path.read_bytes() == old
+    assert sorted(path.name for path in tmp_path.iterdir()
+                  if path.name.startswith(".")) == []  # no temporary file left
+
+
+def test_the_page_written_in_parts_is_the_rendered_page_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """report.html written in parts of a few characters: every byte is
+    render_html's page, redacted, with each secret caught wherever the parts
+    cut it."""
+    secret = "sk-ant-secret-0123456789"
+    monkeypatch.setattr("pytest_wfbench.redact.STREAM_SIZE", 7)
+    cleaned: list[int] = []
+    clean = Redactor.clean
+
+    def measured(self: Redactor, text: str) -> str:
+        cleaned.append(len(text))
+        return clean(self, text)
+
+    monkeypatch.setattr(Redactor, "clean", measured)
+    store = ResultsStore(tmp_path, Redactor([secret]))
+    store.prepare()
+    rows = [agent_row(error_detail=f"the key {secret} leaked, and {secret}{secret}")]
+    written = write_html_report(store, summarize(rows), rows, PROVENANCE)
+    assert written.path is not None
+    page = render_html(summarize(rows), rows, PROVENANCE,
+                       read_artifact=read_artifacts(tmp_path))
+    # Never the whole page at once: parts of about STREAM_SIZE (or one of the
+    # template's pieces: its inline script is one).
+    assert len(cleaned) > 100 and max(cleaned) < len(page) / 2
+    assert secret in page
+    assert written.path.read_text() == Redactor([secret]).clean(page)
+    assert secret not in written.path.read_text()
 
 
 def test_the_reader_reads_only_artifacts(tmp_path: Path) -> None:

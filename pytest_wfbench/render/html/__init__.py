@@ -14,7 +14,7 @@ file at session end when it is installed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pytest_wfbench.aggregate import Summary
@@ -37,6 +37,7 @@ __all__ = [
     "HtmlReport",
     "ReadArtifact",
     "html_available",
+    "html_pieces",
     "large",
     "no_artifacts",
     "overview_of",
@@ -65,13 +66,25 @@ def render_html(summary: Summary, rows: Sequence[Mapping[str, Any]],
     show whole (the overview's ``detailed``). ``markdown`` is report.md when the
     caller has it (else rendered here, from the same inputs). Raises ImportError
     without Jinja2."""
+    return "".join(html_pieces(summary, rows, provenance, promotions=promotions,
+                               sections=sections, read_artifact=read_artifact,
+                               overview=overview, markdown=markdown))
+
+
+def html_pieces(summary: Summary, rows: Sequence[Mapping[str, Any]],
+                provenance: Mapping[str, Any], *,
+                promotions: Sequence[Mapping[str, Any]] = (), sections: Sequence[str] = (),
+                read_artifact: ReadArtifact = no_artifacts,
+                overview: Overview | None = None, markdown: str | None = None) -> Iterator[str]:
+    """:func:`render_html`'s page in pieces, made as they are taken (the page's
+    data is built here, its text as it is written: see glue.write_html_report)."""
     from pytest_wfbench.render.html.page import build_page
     from pytest_wfbench.render.html.tables import markdown_html, section_titles
-    from pytest_wfbench.render.html.template import render_page
+    from pytest_wfbench.render.html.template import page_pieces
 
     if markdown is None:
         markdown = render_markdown(summary, dict(provenance), sections, promotions)
     page = build_page(summary, [dict(r) for r in rows], provenance, read_artifact, overview)
-    return render_page(page, markdown_html(markdown),
+    return page_pieces(page, markdown_html(markdown),
                        [(anchor, title.replace("`", "")) for anchor, title
                         in section_titles(markdown)])

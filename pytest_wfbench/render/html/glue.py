@@ -86,7 +86,7 @@ def write_html_report(store: ResultsStore, summary: Summary, rows: Sequence[Mapp
     already, and the sweep's outcome does not hang on its page."""
     if not html_available():
         return HtmlReport(None, HTML_HINT)
-    from pytest_wfbench.render.html import render_html
+    from pytest_wfbench.render.html import html_pieces
 
     try:
         overview = None
@@ -95,10 +95,12 @@ def write_html_report(store: ResultsStore, summary: Summary, rows: Sequence[Mapp
 
             overview = overview_of(table, [name for name, _ in DISTRIBUTIONS])
             rows = overview.detailed
-        page = render_html(summary, rows, provenance, promotions=promotions, sections=sections,
-                           read_artifact=read_artifacts(store.out_dir), overview=overview,
-                           markdown=markdown)
-        path = store.write_text(HTML_REPORT, page)
+        pieces = html_pieces(summary, rows, provenance, promotions=promotions,
+                             sections=sections, read_artifact=read_artifacts(store.out_dir),
+                             overview=overview, markdown=markdown)
+        # Written as it is made (a page of 100,000 cells is 10 MB of text, and
+        # its pieces several times that), in place of the old page only when whole.
+        path = store.write_pieces(HTML_REPORT, pieces)
     except Exception as error:  # a bug here must not cost the sweep its other outputs
         return HtmlReport(None, f"wfbench: report.html was not written (a bug in "
                                 f"pytest-wfbench, please report it): {type(error).__name__}: "

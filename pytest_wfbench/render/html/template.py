@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Iterator
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -55,8 +56,14 @@ def template() -> jinja2.Template:
 
 
 def render_page(page: Page, tables: str, toc: list[tuple[str, str]]) -> str:
+    return "".join(page_pieces(page, tables, toc))
+
+
+def page_pieces(page: Page, tables: str, toc: list[tuple[str, str]]) -> Iterator[str]:
+    """The page's text in the pieces the template makes them, as they are made
+    (what render_page joins: a large page is never held whole)."""
     css, js = style(), _resource("report.js")
-    return template().render(
+    return template().generate(
         # Our own files, verbatim: escaping would change the bytes the hashes allow.
         page=page, tables=tables, toc=toc, css=markupsafe.Markup(css), js=markupsafe.Markup(js),
         script_hash=_csp_hash(js),
