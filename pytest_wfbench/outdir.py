@@ -326,8 +326,8 @@ def _write_html(store: ResultsStore, report: OutDirReport) -> HtmlReport:
     table = None
     rows: list[dict[str, Any]] = []
     if large(len(report.table.positions)):
-        # Every cell in the grid and plots, from the table; the listed cells
-        # whole (the table keeps them): no row is read again.
+        # Every cell in the grid and plots, from the table; the listed cells it
+        # details whole (Table.whole: their lines read again), no other row.
         table = report.table
     else:
         # The page shows every cell whole (stages, steps, transcripts): its rows

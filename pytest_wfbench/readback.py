@@ -34,7 +34,8 @@ def results_table(out_dir: Path, results: Path, sweep_id: str | None,
                     raise _Changed(index)
                 return line
 
-            table = table_of_keys(out_dir, logged.keys, fetch, sweep_id, use)
+            table = table_of_keys(out_dir, logged.keys, fetch, sweep_id, use,
+                                  located=(results, offsets, logged.lengths))
             forget_logged_lines()  # the report reads it last: its memory goes
             if use is not None:
                 use.logged = True

@@ -37,12 +37,13 @@ import struct
 import sys
 import zlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
 from pytest_wfbench import __version__
+from pytest_wfbench.projection import project
 from pytest_wfbench.table import Frame, FrameError, Table, check, encode, gather
 from pytest_wfbench.table.frame import Record, encode_records, record_of
 
@@ -229,8 +230,9 @@ class CachedRows:
         append_frames(self.out_dir, [frame])
 
 
-def rewrite(out_dir: Path, frames: Iterable[Frame]) -> None:
-    """Replace the cache by exactly these frames (written to a new file first)."""
+def rewrite(out_dir: Path, frames: Iterable[Frame]) -> bool:
+    """Replace the cache by exactly these frames (written to a new file first);
+    whether it was (an error writing them, or making them, leaves it as it was)."""
     path = out_dir / CACHE
     temporary = path.with_name(f"{CACHE}.{os.getpid()}.new")
     with contextlib.suppress(OSError):
@@ -244,6 +246,8 @@ def rewrite(out_dir: Path, frames: Iterable[Frame]) -> None:
     except (OSError, ValueError):
         with contextlib.suppress(OSError):
             temporary.unlink()
+        return False
+    return True
 
 
 @dataclass
@@ -344,12 +348,40 @@ def _latest(table: Table, positions: list[int], sweep_id: str | None) -> list[in
     return list(dict(zip(map(str, cells), positions, strict=True)).values())
 
 
+Located = tuple[Path, Sequence[int], Sequence[int]]
+"""The results file, and where each of its lines starts and how long it is."""
+
+
+def _whole_rows(path: Path, lines: dict[int, tuple[int, int, bytes]]
+                ) -> Callable[[int], Row | None]:
+    """A reader of the whole rows of a table's slim rows (Table.read_whole):
+    each one's line read again where it was, and only if it is still the line
+    of that key."""
+    def read(position: int) -> Row | None:
+        where = lines.get(position)
+        if where is None:
+            return None
+        offset, length, key = where
+        try:
+            with path.open("rb") as stream:
+                stream.seek(offset)
+                line = stream.read(length)
+        except OSError:
+            return None
+        row = _parsed(line) if line_key(line) == key else None
+        return None if row is None else project(row)
+    return read
+
+
 def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], bytes],
-                  sweep_id: str | None, use: CacheUse | None) -> Table:
+                  sweep_id: str | None, use: CacheUse | None,
+                  located: Located | None = None) -> Table:
     """:func:`latest_table` of the lines of these keys, in order (``fetch``
-    gives the bytes of the line of an index the cache does not know)."""
+    gives the bytes of the line of an index the cache does not know). With the
+    lines ``located`` (and their keys at hand), the table keeps the listed agent
+    rows slim, and reads their whole rows there again when asked (Table.whole)."""
     use = use if use is not None else CacheUse()
-    table = Table()
+    table = Table(slim=located is not None and isinstance(keys, list))
     read = _read_cache(out_dir, table)
     use.frames = read.frames
     parsed = _Parsed(table)
@@ -384,6 +416,12 @@ def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], b
             positions.append(position)
         hits = len(hit)
     parsed_frames = parsed.done()
+    if table.slimmed and located is not None and isinstance(keys, list):
+        path, offsets, lengths = located
+        slimmed = table.slimmed
+        table.read_whole = _whole_rows(path, {
+            position: (offsets[index], lengths[index], keys[index])
+            for index, position in enumerate(found) if position in slimmed})
     table.positions = _latest(table, positions, sweep_id)
     use.lines += lines_read
     use.missed += missed
@@ -393,10 +431,11 @@ def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], b
     many_missed = missed * REWRITE_SHARE > use.lines
     if (not read.whole or use.stale * REWRITE_SHARE > use.lines
             or (read.other and many_missed)):  # another harness's frames: dropped
-        rewrite(out_dir, (table.frame(positions[start:start + REWRITE_BATCH],
-                                      ordered[start:start + REWRITE_BATCH])
-                          for start in range(0, max(len(positions), 1), REWRITE_BATCH)))
-        use.rewritten = True
+        # (A slim row whose line changed meanwhile leaves the cache as it was.)
+        use.rewritten = rewrite(out_dir, (
+            table.frame(positions[start:start + REWRITE_BATCH],
+                        ordered[start:start + REWRITE_BATCH])
+            for start in range(0, max(len(positions), 1), REWRITE_BATCH)))
     elif many_missed:
         append_frames(out_dir, parsed_frames)
         use.rewritten = True

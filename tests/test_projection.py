@@ -356,3 +356,88 @@ def test_the_projection_takes_each_projected_field_as_the_definition_says() -> N
         stage_ms = projected.get("stage_ms")
         if isinstance(stage_ms, dict) and not listed(r):
             assert all(name is sys.intern(name) for name in stage_ms)
+
+
+def logged_copy(out: Path, name: str) -> Path:
+    """A copy of the out dir, compacted as a sweep's end leaves it: with the
+    results file's line log (the report's table keeps listed agent rows slim)."""
+    copy = out.parent / name
+    shutil.copytree(out, copy)
+    ResultsStore(copy, Redactor([])).compact()
+    assert (copy / ".results.lines").exists()
+    return copy
+
+
+def written(out: Path) -> tuple[dict[str, str], str, list[str]]:
+    """report.md (and the files beside it), report.html and the terminal's lines
+    of the out dir, with its path written as "OUT"."""
+    from pytest_wfbench.finish import Finished, terminal_lines
+    from pytest_wfbench.outdir import write_report
+
+    store = ResultsStore(out, Redactor([]))
+    report, html = write_report(store)
+    assert html.path is not None and not html.failed, html.line
+    lines = terminal_lines(Finished(report, html), store.redactor.clean, work_dir=out,
+                           results=store.results, min_kill_rate=0.5)
+    return ({name: text.replace(str(out), "OUT") for name, text in report.files.items()},
+            html.path.read_text().replace(str(out), "OUT"),
+            [line.replace(str(out), "OUT") for line, _ in lines])
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_a_report_of_slim_rows_is_the_report_of_whole_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, large: bool) -> None:
+    """With the line log, the report's table keeps the listed agent rows slim
+    (schema.SLIM: about a third of their fields) and reads the rows the page
+    details again: report.md, report.html (a large page's detailed cells whole)
+    and the terminal's lines are those of a table that keeps them whole."""
+    from pytest_wfbench.render.html import overview
+
+    if large:
+        monkeypatch.setattr(overview, "DETAIL_CELLS", 10)
+        monkeypatch.setattr(overview, "LISTED_CELLS", 6)
+    rows = variety()
+    rows.append(row("small", "gold", 3, kind="harness-error", num_turns="many",
+                    identity="not a dict", error_detail="odd\nrow"))  # fits no column
+    out = write_out_dir(tmp_path / "out", rows)
+    slim = logged_copy(out, "slim")
+    whole = logged_copy(out, "whole")
+    (whole / ".results.lines").unlink()  # every line read: every listed row kept whole
+    slim_report = build_report(slim)
+    table_of = slim_report.table
+    assert table_of.slimmed and not build_report(whole).table.slimmed
+    assert {i for i in table_of.kept if listed(table_of.kept[i])
+            and table_of.kept[i].get("lane", "agent") == "agent"
+            and not table_of.kept[i].get("review_scored")} <= table_of.slimmed
+    for i in table_of.slimmed:
+        held = table_of.kept[i]
+        assert set(held) <= table.schema.SLIM and "steps" not in held
+        assert table_of.whole(i) == project(json.loads(
+            (slim / "results.jsonl").read_bytes().splitlines()[i]))
+    assert written(slim) == written(whole)
+    page = written(slim)[1]
+    assert ("more than 10" in page) is large
+
+
+def test_a_slim_rows_whole_row_is_read_only_from_its_own_line(tmp_path: Path) -> None:
+    """A slim row's whole row is its line read again, and only while that line
+    is still the one the line log has (a file changed since gives the slim row,
+    and, for the cache, nothing: the cache is not written again from it)."""
+    out = logged_copy(write_out_dir(tmp_path / "out", variety()), "slim")
+    table_of = build_report(out).table
+    i = min(table_of.slimmed)
+    whole = table_of.whole(i)
+    assert whole["error_kind"] == table_of.kept[i]["error_kind"] and len(whole) > len(
+        table_of.kept[i])
+    results = out / "results.jsonl"
+    data = bytearray(results.read_bytes())
+    start = sum(len(line) + 1 for line in data.splitlines()[:i])
+    at = data.index(b'"task": "', start) + len(b'"task": "')
+    data[at:at + 1] = b"X"  # the same length, another line
+    results.write_bytes(bytes(data))
+    assert table_of.whole(i) == table_of.kept[i]
+    with pytest.raises(table.table.WholeRowLost):
+        table_of.whole(i, strict=True)
+    cache = (out / CACHE).read_bytes()
+    assert not rowcache.rewrite(out, (table_of.frame(table_of.positions) for _ in (1,)))
+    assert (out / CACHE).read_bytes() == cache  # left as it was

@@ -1,6 +1,7 @@
 """report.html of a sweep larger than DETAIL_CELLS: every cell counted in the
 grid, the header and the plots (from the report's table), the listed cells
-shown whole, no row read again, and the same figures as a page of every cell."""
+shown whole (their rows read again, by their lines), and the same figures as a
+page of every cell."""
 
 from __future__ import annotations
 
@@ -157,8 +158,10 @@ def written_sweep(out: Path) -> tuple[ResultsStore, list[dict[str, Any]]]:
     return results, rows
 
 
-def test_a_large_sweeps_page_reads_no_row_again(
+def test_a_large_sweeps_page_reads_no_row_again_but_those_it_details(
         tmp_path: Path, small_limits: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows are not read again: the page's detailed cells (LISTED_CELLS at
+    most), whose rows the table holds slim, are read whole from their lines."""
     results, rows = written_sweep(tmp_path)
 
     def no_rows(*args: Any, **kwargs: Any) -> Any:
@@ -171,6 +174,7 @@ def test_a_large_sweeps_page_reads_no_row_again(
     page = html.path.read_text()
     assert f"&middot; {len(rows)} cells" in page and len(CELL.findall(page)) == 4
     assert report.files["report.md"] == (tmp_path / "report.md").read_text()
+    assert report.table.slimmed and report.table.read_whole is not None
 
 
 def test_a_sweep_at_the_limit_shows_every_cell_whole(

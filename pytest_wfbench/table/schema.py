@@ -9,17 +9,21 @@ harness errors, kept workspaces, the tool-cost lanes), the audit's and the
 review's rows (their ``audit`` and ``review`` are nested data), and any row
 whose fields do not fit a column (a number that is not one, a flag that is not
 a boolean) are also kept as their projection (:mod:`pytest_wfbench.projection`):
-whole for the listed ones.
+whole for the listed ones. The report's own table (read with the results file's
+line log) holds a listed agent row slim instead (:data:`SLIM`: the fields the
+report reads of it, about 4 KB in memory instead of 12), and reads the whole row
+of the few its page details again from its line (``Table.whole``).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from pytest_wfbench.fields import USAGE_FIELDS
-from pytest_wfbench.projection import IDENTITY_PARTS, listed
+from pytest_wfbench.projection import IDENTITY_PARTS, INTERNED, PROJECTED, listed
 
 Row = dict[str, Any]
 
@@ -87,3 +91,38 @@ def kept(row: Row) -> bool:
     the report lists, an audit or review row, or one whose fields do not fit."""
     return (listed(row) or row.get("audit") is not None or row.get("review") is not None
             or row.get("review_scored") is not None or not _fits(row))
+
+
+SLIM = frozenset((*PROJECTED, "error_class", "error_detail", "skip_reason", "kept_workspace",
+                  "suspicious")) - {"stage_ms", "artifacts", "audit", "review"}
+"""What the report reads of an agent row it lists (its tables of excluded runs,
+skipped cells, suspicious wins, harness errors and kept workspaces, the terminal's
+lines, the page's outcomes, the promotion gate), but for the page's detail of a
+few cells, which reads their rows again (Table.whole): of ``identity`` the
+parts the report reads (as of a row it does not list); not the stage times
+(their columns are read), the artifacts (the audit's rows are not slim), nor
+the audit or the review (a slim row has neither). A report's table holds a
+listed agent row as these fields: a row is about 80 fields, 12 KB in memory.
+tests/test_table.py checks that a report of slim rows is the report of whole
+ones."""
+
+
+def slimmable(row: Row) -> bool:
+    """Whether a kept row may be held slim (schema.SLIM) by the report's table:
+    an agent row (which the report lists, or whose fields fit no column); not
+    a lane's, the audit's or the review's (their readers take them whole)."""
+    return (row.get("lane", "agent") == "agent" and row.get("audit") is None
+            and row.get("review") is None and row.get("review_scored") is None)
+
+
+def slim(row: Row) -> Row:
+    """The row's SLIM fields, those it has, as it has them, in its order; of a
+    mapping ``identity`` the parts held (IDENTITY); strings that repeat from row
+    to row shared."""
+    out = {key: sys.intern(value) if key in INTERNED and type(value) is str else value
+           for key, value in row.items() if key in SLIM}
+    identity = out.get("identity")
+    if isinstance(identity, Mapping):
+        out["identity"] = {part: sys.intern(value) if type(value) is str else value
+                           for part, value in identity.items() if part in IDENTITY}
+    return out

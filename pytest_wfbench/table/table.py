@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate, chain
 from operator import itemgetter
 from typing import Any
@@ -23,7 +23,17 @@ from typing import Any
 from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.projection import PROJECTED
 from pytest_wfbench.table.frame import FLAG_TYPE, NUMBER_TYPE, Frame, check, encode
-from pytest_wfbench.table.schema import FLAGS, IDENTITY, INTEGERS, NAN, NO_FLAG, NUMBERS, OBJECTS
+from pytest_wfbench.table.schema import (
+    FLAGS,
+    IDENTITY,
+    INTEGERS,
+    NAN,
+    NO_FLAG,
+    NUMBERS,
+    OBJECTS,
+    slim,
+    slimmable,
+)
 
 Row = dict[str, Any]
 FLAG_VALUES = {NO_FLAG: None, 0: False, 1: True}
@@ -62,10 +72,21 @@ def known(values: Sequence[float]) -> Sequence[float]:
     return values if total == total else [value for value in values if value == value]
 
 
-class Table:
-    """Rows as columns, with the projections of the rows kept whole."""
+class WholeRowLost(ValueError):
+    """A slim row's whole row is no longer where it was read (its line changed)."""
 
-    def __init__(self) -> None:
+
+class Table:
+    """Rows as columns, with the projections of the rows kept whole (or, for
+    the report, of the listed agent rows, slim: see :meth:`whole`)."""
+
+    def __init__(self, slim: bool = False) -> None:
+        self.slim = slim
+        """Whether listed agent rows are kept slim (schema.slim)."""
+        self.slimmed: set[int] = set()
+        """The indexes of the rows kept slim."""
+        self.read_whole: Callable[[int], Row | None] | None = None
+        """A slim row's whole row, read again (None: it is not there any more)."""
         self.size = 0
         self.objects: dict[str, list[Any]] = {name: [] for name in OBJECTS}
         self.identity: dict[str, list[Any]] = {part: [] for part in IDENTITY}
@@ -118,9 +139,13 @@ class Table:
         for column in self.stages.values():
             if len(column) < self.size:
                 column.extend(array(NUMBER_TYPE, [NAN]) * (self.size - len(column)))
+        kept, slimmed = self.kept, self.slimmed
         for base, frame in zip(bases, checked, strict=True):
             for index, row in frame[8].items():
-                self.kept[base + index] = row
+                if self.slim and slimmable(row):
+                    slimmed.add(base + index)
+                    row = slim(row)
+                kept[base + index] = row
         return bases
 
     def frame(self, positions: Sequence[int], keys: Sequence[bytes] = ()) -> Frame:
@@ -137,7 +162,8 @@ class Table:
                  for name, column in self.stages.items()}
         timed = {name: column for name, column in timed.items()
                  if any(ms == ms for ms in column)}
-        kept = {offset: self.kept[i] for offset, i in enumerate(positions) if i in self.kept}
+        kept = {offset: self.whole(i, strict=True) if i in self.slimmed else self.kept[i]
+                for offset, i in enumerate(positions) if i in self.kept}
         return (len(positions), tuple(keys), objects, identity, flags, numbers, tuple(timed),
                 tuple(column.tobytes() for column in timed.values()), kept)
 
@@ -196,6 +222,18 @@ class Table:
                 if value is not None:
                     out[name] = value
         return out
+
+    def whole(self, index: int, *, strict: bool = False) -> Row:
+        """The row's projection whole: :meth:`row`, but a slim row's read again
+        (its line, checked against its key); when that line is gone or changed,
+        the slim row (or, ``strict``, WholeRowLost)."""
+        if index in self.slimmed:
+            found = self.read_whole(index) if self.read_whole is not None else None
+            if found is not None:
+                return found
+            if strict:
+                raise WholeRowLost(index)
+        return self.row(index)
 
     def rows(self, positions: Sequence[int] | None = None) -> list[Row]:
         """The projections of these rows (of ``positions`` when None)."""

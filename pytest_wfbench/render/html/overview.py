@@ -11,10 +11,10 @@ per outcome of each task and arm, with its count), and its figure in the
 distributions (at most :data:`DOTS_PER_ARM` dots per arm, evenly spaced in the
 order of their values; the bar is the median of every run); and the detail
 (error, stages, steps, transcripts, patch) of the cells the report lists one by
-one, which the table keeps whole: suspicious wins, harness errors, excluded
-runs, the tool-cost lanes, kept workspaces, skipped cells, at most
-:data:`LISTED_CELLS`. Its size and time grow with the tasks and arms, not with
-the runs.
+one: suspicious wins, harness errors, excluded runs, the tool-cost lanes, kept
+workspaces, skipped cells, at most :data:`LISTED_CELLS` (the table holds the
+listed agent rows slim: those shown are read again, by their lines). Its size
+and time grow with the tasks and arms, not with the runs.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
     limit = LISTED_CELLS
     chosen = sorted(listed, key=lambda i: _detail_rank(kept[i]))[:limit]
     shown = set(chosen)
-    detailed = [kept[i] for i in listed if i in shown]
+    detailed = [table.whole(i) for i in listed if i in shown]  # slim ones read again
     link: dict[tuple[str, str, str], str] = {}
     for i in chosen:
         link.setdefault((str(task_of[i]), str(arm_of[i]), outcome(kept[i])), str(cell_of[i]))
