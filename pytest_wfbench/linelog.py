@@ -39,6 +39,7 @@ import contextlib
 import hashlib
 import os
 import struct
+from array import array
 from bisect import bisect_left
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
@@ -47,7 +48,9 @@ from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
 
-from pytest_wfbench.rowcache import line_key
+import numpy as np
+
+from pytest_wfbench.rowcache import KEY_SIZE, LineKeys, line_key
 
 LOG = ".results.lines"
 _KEY, _LENGTH, _FLAGS, _PAD, _CELL, _SWEEP = "32s", "I", "B", "3x", "16s", "8s"
@@ -186,7 +189,7 @@ class LoggedLines:
     """The results file's lines as its log has them, in the file's order."""
 
     entries: bytes
-    lengths: list[int]
+    lengths: Sequence[int]
     state: FileState
     """The results file's, as the last entry records it."""
 
@@ -194,6 +197,12 @@ class LoggedLines:
     def keys(self) -> list[bytes]:
         """Each line's key (rowcache.line_key)."""
         return self._field(0, 32)
+
+    @cached_property
+    def key_blob(self) -> LineKeys:
+        """Each line's key, in one blob (no object per key)."""
+        table = np.frombuffer(self.entries, np.uint8).reshape(-1, ENTRY.size)
+        return LineKeys(table[:, :KEY_SIZE].tobytes())
 
     @cached_property
     def cells(self) -> list[bytes]:
@@ -205,9 +214,9 @@ class LoggedLines:
         return list(map(itemgetter(0), field.iter_unpack(self.entries)))
 
     @cached_property
-    def offsets(self) -> list[int]:
+    def offsets(self) -> Sequence[int]:
         """Where each line starts in the file (and, last, the file's size)."""
-        return [0, *accumulate(length + 1 for length in self.lengths)]
+        return array("q", [0, *accumulate(length + 1 for length in self.lengths)])
 
     def one_row_a_cell(self) -> bool:
         """Whether every line is a row with a cell id, each of another cell: a
@@ -272,7 +281,7 @@ def logged_lines(out_dir: Path, results: Path) -> LoggedLines | None:
         return None
     if entries[FLAGS_AT::ENTRY.size].strip(b"\0"):  # an entry that broke the log
         return None
-    lengths = list(map(itemgetter(0), _LENGTH_ONLY.iter_unpack(entries)))
+    lengths = array("q", map(itemgetter(0), _LENGTH_ONLY.iter_unpack(entries)))
     if sum(lengths) + len(lengths) != now[0]:  # lines and their newlines, nothing else
         return None
     _last[:] = [LoggedLines(entries, lengths, now)]

@@ -25,16 +25,16 @@ def results_table(out_dir: Path, results: Path, sweep_id: str | None,
     logged = logged_lines(out_dir, results)
     if logged is not None:
         with contextlib.suppress(_Changed, OSError), results.open("rb") as stream:
-            offsets = logged.offsets
+            offsets, keys = logged.offsets, logged.key_blob
 
             def fetch(index: int) -> bytes:
                 stream.seek(offsets[index])
                 line = stream.read(logged.lengths[index])
-                if line_key(line) != logged.keys[index]:
+                if line_key(line) != keys[index]:
                     raise _Changed(index)
                 return line
 
-            table = table_of_keys(out_dir, logged.keys, fetch, sweep_id, use,
+            table = table_of_keys(out_dir, keys, fetch, sweep_id, use,
                                   located=(results, offsets, logged.lengths))
             forget_logged_lines()  # the report reads it last: its memory goes
             if use is not None:

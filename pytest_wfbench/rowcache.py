@@ -38,9 +38,14 @@ import sys
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
+from operator import itemgetter
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, cast, overload
+
+import numpy as np
+import numpy.typing as npt
 
 from pytest_wfbench import __version__
 from pytest_wfbench.projection import project
@@ -111,11 +116,45 @@ def _frames(stream: IO[bytes]) -> Iterator[Frame | None]:
     yield None
 
 
+KEY_SIZE = 32
+"""A line's key: its sha256 digest."""
+
+
+class LineKeys(Sequence[bytes]):
+    """Lines' keys (each KEY_SIZE bytes) in one blob, without an object per key
+    (100,000 keys as bytes objects and their index took some 20 MB)."""
+
+    def __init__(self, blob: bytes) -> None:
+        self.blob = blob
+
+    def __len__(self) -> int:
+        return len(self.blob) // KEY_SIZE
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        start = (index % len(self)) * KEY_SIZE
+        return self.blob[start:start + KEY_SIZE]
+
+    def array(self) -> npt.NDArray[np.bytes_]:
+        return np.frombuffer(self.blob, f"S{KEY_SIZE}")
+
+
 @dataclass
 class _Read:
     """What reading the cache found."""
 
-    index: dict[bytes, int]
+    keys: bytearray = field(default_factory=bytearray)
+    """The key of each keyed row (KEY_SIZE bytes each), in the cache's order."""
+    positions: array[int] = field(default_factory=lambda: array("q"))
     """Each key's position in the table."""
     frames: int = 0
     whole: bool = True
@@ -125,11 +164,47 @@ class _Read:
     unkeyed: int = 0
     """Rows of frames without keys: no line finds them."""
 
+    def add(self, keys: tuple[bytes, ...], base: int) -> None:
+        joined = b"".join(keys)
+        if len(joined) == KEY_SIZE * len(keys):
+            self.keys += joined
+            self.positions.extend(range(base, base + len(keys)))
+            return
+        for offset, key in enumerate(keys):  # a key of another size is no line's
+            if len(key) == KEY_SIZE:
+                self.keys += key
+                self.positions.append(base + offset)
+
+    @cached_property
+    def index(self) -> dict[bytes, int]:
+        """Each key's position in the table (of a key cached twice, the later:
+        the same line, so the same row; either would do)."""
+        keys = map(itemgetter(0), struct.iter_unpack(f"{KEY_SIZE}s", self.keys))
+        return dict(zip(keys, self.positions, strict=True))
+
+    def find(self, lines: LineKeys) -> tuple[list[int | None], int]:
+        """Each line's position in the table (None: the cache does not know
+        it), as ``index`` gives them (found at once: sorted keys searched), and
+        how many keys the cache knows."""
+        if not self.keys:
+            return [None] * len(lines), 0
+        cached = np.frombuffer(self.keys, f"S{KEY_SIZE}")
+        order = np.argsort(cached, kind="stable")
+        ordered = cached[order]
+        wanted = lines.array()
+        at = np.maximum(np.searchsorted(ordered, wanted, side="right") - 1, 0)  # the later
+        hit = ordered[at] == wanted
+        found = np.frombuffer(self.positions, np.int64)[order[at]]
+        positions: list[int | None] = found.tolist()
+        for index in np.flatnonzero(~hit).tolist():
+            positions[index] = None
+        return positions, int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1
+
 
 def _read_cache(out_dir: Path, table: Table) -> _Read:
     """The cache's frames added to ``table`` (a few thousand rows at a time:
     each column grows once a batch)."""
-    read = _Read({})
+    read = _Read()
     try:
         stream = (out_dir / CACHE).open("rb")
     except OSError:
@@ -138,8 +213,7 @@ def _read_cache(out_dir: Path, table: Table) -> _Read:
 
     def add() -> None:
         for frame, base in zip(batch, table.extend(batch), strict=True):
-            # A key twice (the same line cached twice) is the same row: either will do.
-            read.index.update(zip(frame[1], range(base, base + frame[0]), strict=False))
+            read.add(frame[1], base)
         read.frames += len(batch)
         batch.clear()
 
@@ -381,12 +455,15 @@ def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], b
     lines ``located`` (and their keys at hand), the table keeps the listed agent
     rows slim, and reads their whole rows there again when asked (Table.whole)."""
     use = use if use is not None else CacheUse()
-    table = Table(slim=located is not None and isinstance(keys, list))
+    if isinstance(keys, list) and all(len(key) == KEY_SIZE for key in keys):
+        keys = LineKeys(b"".join(keys))
+    ordered: Sequence[bytes]  # the keys of the lines that are rows
+    table = Table(slim=located is not None and isinstance(keys, LineKeys))
     read = _read_cache(out_dir, table)
     use.frames = read.frames
     parsed = _Parsed(table)
-    if isinstance(keys, list):  # the keys at hand (the line log's): looked up at once
-        found = list(map(read.index.get, keys))
+    if isinstance(keys, LineKeys):  # the keys at hand (the line log's): looked up at once
+        found, known = read.find(keys)
         hits = len(set(found)) - (None in found)
         missing = [index for index, position in enumerate(found) if position is None]
         for index in missing:
@@ -398,8 +475,10 @@ def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], b
             positions = [position for position in found if position is not None]
         lines_read, missed = len(keys), len(missing)
     else:
+        known = len(read.index)
         hit: set[bytes] = set()
-        ordered, positions = [], []  # of the lines that are rows
+        rows_keys: list[bytes] = []
+        ordered, positions = rows_keys, []
         lookup, seen = read.index.get, hit.add
         lines_read = missed = 0
         for key in keys:
@@ -412,11 +491,11 @@ def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], b
                 position = parsed.add(key, fetch(lines_read - 1))
                 if position is None:
                     continue
-            ordered.append(key)
+            rows_keys.append(key)
             positions.append(position)
         hits = len(hit)
     parsed_frames = parsed.done()
-    if table.slimmed and located is not None and isinstance(keys, list):
+    if table.slimmed and located is not None and isinstance(keys, LineKeys):
         path, offsets, lengths = located
         slimmed = table.slimmed
         table.read_whole = _whole_rows(path, {
@@ -427,7 +506,7 @@ def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], b
     use.missed += missed
     use.parsed += sum(frame[0] for frame in parsed_frames)
     use.hits = use.lines - use.missed
-    use.stale = len(read.index) - hits + read.unkeyed
+    use.stale = known - hits + read.unkeyed
     many_missed = missed * REWRITE_SHARE > use.lines
     if (not read.whole or use.stale * REWRITE_SHARE > use.lines
             or (read.other and many_missed)):  # another harness's frames: dropped

@@ -81,8 +81,9 @@ def test_the_row_writers_log_every_line_and_a_report_takes_their_keys(tmp_path: 
     logged = logged_lines(out, out / "results.jsonl")
     assert logged is not None
     assert logged.keys == [hashlib.sha256(line).digest() for line in lines]
-    assert logged.lengths == [len(line) for line in lines]
-    assert logged.offsets[:-1] == [results.index(line) for line in lines]
+    assert list(logged.key_blob) == logged.keys
+    assert list(logged.lengths) == [len(line) for line in lines]
+    assert list(logged.offsets[:-1]) == [results.index(line) for line in lines]
     use = CacheUse()
     report = build_report(out, use=use)
     assert use.logged and use.lines == len(lines) == 13

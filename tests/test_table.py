@@ -326,3 +326,32 @@ def test_the_spend_line_sums_each_arms_fresh_cells() -> None:
     assert spend_lines(Table.of(rows)) == [
         "wfbench spend: a 1,300 tokens $0.3000; b 10 tokens; sweep 1,310 tokens $0.3000"]
     assert spend_lines(Table.of([row("t", "a", 1)])) == []  # nothing spent: no line
+
+
+def test_the_lines_keys_are_found_as_a_dict_of_the_cache_finds_them() -> None:
+    """The cache's keys are held in one blob and found at once (sorted, then
+    searched): each line's position is what a dict of the keys, in the cache's
+    order, gives (of a key cached twice the later; a key of another size no
+    line's), and the keys the cache knows are the dict's."""
+    rng = random.Random(8)
+    pool = [bytes(rng.choice([0, 1, 255]) for _ in range(32)) for _ in range(60)]
+    pool += [bytes(32), b"\xff" * 32, bytes(31) + b"\x01"]
+    read = rowcache._Read()
+    expected: dict[bytes, int] = {}
+    base = 0
+    for _ in range(40):
+        keys = tuple(rng.choice(pool) for _ in range(rng.randint(0, 9)))
+        if rng.random() < 0.3:
+            keys += (b"short", bytes(33))
+        read.add(keys, base)
+        expected.update((key, base + at) for at, key in enumerate(keys) if len(key) == 32)
+        base += len(keys)
+    lines = [rng.choice(pool) for _ in range(400)] + [b"\x02" * 32]
+    found, known = read.find(rowcache.LineKeys(b"".join(lines)))
+    assert found == [expected.get(key) for key in lines]
+    assert known == len(expected) and read.index == expected
+    assert rowcache._Read().find(rowcache.LineKeys(b"".join(lines)))[0] == [None] * len(lines)
+    blob = rowcache.LineKeys(b"".join(lines))
+    assert list(blob) == lines and blob[-1] == lines[-1] and blob[3:7] == lines[3:7]
+    with pytest.raises(IndexError):
+        blob[len(lines)]
