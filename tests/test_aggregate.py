@@ -18,7 +18,7 @@ from pytest_wfbench.aggregate import (
     savings,
     summarize,
 )
-from pytest_wfbench.aggregate.figures import METRICS, medians_at
+from pytest_wfbench.aggregate.figures import METRICS, medians_at, task_arm_at
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.stats import (
     PairedTable,
@@ -334,3 +334,12 @@ def test_medians_of_every_metric_are_median_of_each() -> None:
     known = [{"cost_usd": 1.0, "input_tokens": 3}, {"cost_usd": 2.0, "output_tokens": 2}]
     assert medians_of(known)["cost_usd"] == 1.5 and medians_of(known)["tokens"] == 2.5
     assert medians_of([*known, {}])["cost_usd"] is None
+
+
+def test_counted_runs_of_one_number_and_outcome_are_one_object() -> None:
+    """A report of 100,000 counted runs holds a few Run objects, not one each."""
+    table = Table.of([*runs("t", "a", "RRFR"), *runs("u", "a", "RRFR")])
+    first = task_arm_at(table, table.positions[:4], "t", "a").counted_runs
+    second = task_arm_at(table, table.positions[4:], "u", "a").counted_runs
+    assert first == second == [(1, True), (2, True), (3, False), (4, True)]
+    assert all(one is other for one, other in zip(first, second, strict=True))

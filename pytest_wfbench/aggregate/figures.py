@@ -5,6 +5,7 @@ arm's per-task medians into one figure. Computed from a table's columns
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -116,6 +117,11 @@ class Run(NamedTuple):
     resolved: bool
 
 
+shared_run = functools.lru_cache(maxsize=4096)(Run)
+"""A Run, one object for each number and outcome (a report of 100,000 runs
+held as many tuples: 6 MB)."""
+
+
 @dataclass
 class TaskArm:
     """Figures of one (task, arm) over its rows."""
@@ -180,7 +186,7 @@ def task_arm_at(table: Table, members: Sequence[int], task: str, arm: str,
         error_counts=dict(sorted(Counter(str(error_kind[i]) for i in ran
                                          if error_kind[i]).items())),
         medians=medians_at(table, counted) if medians is None else medians,
-        counted_runs=[Run(run_number(run[i]), resolved_flag[i] == 1) for i in counted],
+        counted_runs=[shared_run(run_number(run[i]), resolved_flag[i] == 1) for i in counted],
     )
 
 

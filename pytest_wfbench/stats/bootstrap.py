@@ -109,9 +109,10 @@ def resampled_indices(size: int, *, seed: int = DEFAULT_SEED,
         yield [floor(draw() * size) for _ in repeat(None, size)]
 
 
-BATCH_DRAWS = 1 << 20
+BATCH_DRAWS = 1 << 18
 """Draws taken in one batch of resamples: its matrices (the draws, each
-resample's counts) are a few of these wide, 8 MiB each."""
+resample's counts) are a few of these wide, 2 MiB each (at 1 << 20, the
+bootstrap of 1,000 tasks took 26 MB at once; the draws are the same)."""
 
 
 def seed_words(seed: int) -> list[int]:
