@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.outdirs import RowsShape, cell_ids, write_outdir
+from benchmarks.outdirs import STAGES, RowsShape, cell_ids, write_outdir
 from benchmarks.targets import Target
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -270,7 +270,37 @@ def aggregation_targets(shapes: dict[str, dict[str, Any]], rows: int) -> list[Ta
                   f"before); reading floor: split+digest "
                   f"{data['floors']['read_digest_s']:.2f} s, json.loads of every line "
                   f"{data['floors']['read_parse_s']:.2f} s"))
-    return targets
+    growth = memory_per_row(shapes)
+    return [*targets, *([growth] if growth is not None else [])]
+
+
+def memory_per_row(shapes: dict[str, dict[str, Any]]) -> Target | None:
+    """What a report's peak memory grows by, per row: between the two shapes
+    of the most and the fewest rows with the same arms and runs (more tasks),
+    against the figures' own inputs (each row's numbers, flags and stage times,
+    as the table's columns hold them: exact medians need every value)."""
+    from pytest_wfbench.table.schema import FLAGS, NUMBERS
+
+    by_runs: dict[str, list[dict[str, Any]]] = {}
+    for key, data in shapes.items():
+        by_runs.setdefault(key.split("x", 1)[1], []).append(data)
+    pairs = [sorted(found, key=lambda data: int(data["rows"])) for found in by_runs.values()
+             if len(found) > 1]
+    if not pairs:
+        return None
+    small, large = pairs[0][0], pairs[0][-1]
+    rows = int(large["rows"]) - int(small["rows"])
+    grown = large["session_end"]["peak_rss_mib"] - small["session_end"]["peak_rss_mib"]
+    stages = len(STAGES)
+    floor = ((len(NUMBERS) + stages) * 8 + len(FLAGS)) / 1024
+    return Target(
+        key="aggregate_memory_per_row", value=grown * 1024 / rows, limit=floor, unit="KB",
+        informational=True,
+        target=f"peak memory of the report per row ({small['shape']} -> {large['shape']})",
+        measured=f"peak RSS {small['session_end']['peak_rss_mib']:.0f} -> "
+                 f"{large['session_end']['peak_rss_mib']:.0f} MiB over {rows:,} more rows; "
+                 f"the limit is the figures' own inputs, {len(NUMBERS)} numbers, "
+                 f"{len(FLAGS)} flags and {stages} stage times a row")
 
 
 def _builds(run: dict[str, Any]) -> str:

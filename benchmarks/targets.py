@@ -22,7 +22,7 @@ class Target:
     value: float | None
     limit: float
     unit: str
-    """``x`` (a ratio), ``s`` (seconds) or ``builds``."""
+    """``x`` (a ratio), ``s`` (seconds), ``KB`` (a row's memory) or ``builds``."""
     measured: str
     """What the value is, in a few words (the figures it comes from)."""
     informational: bool = False
@@ -45,12 +45,15 @@ class Target:
             return f"{self.value:.0f}"
         # Two decimals, three when two would show the limit for a value that misses it.
         digits = 3 if (self.holds is False and f"{self.value:.2f}" == f"{self.limit:.2f}") else 2
-        return f"{self.value:.{digits}f}{'x' if self.unit == 'x' else ' s'}"
+        return f"{self.value:.{digits}f}{self._suffix()}"
 
     def limit_shown(self) -> str:
         if self.unit == "builds":
             return f"{self.limit:.0f}"
-        return f"{self.limit:.2f}{'x' if self.unit == 'x' else ' s'}"
+        return f"{self.limit:.2f}{self._suffix()}"
+
+    def _suffix(self) -> str:
+        return {"x": "x", "KB": " KB"}.get(self.unit, " s")
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "target": self.target, "value": self.value,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import phases
+from benchmarks.aggregation import memory_per_row
 from benchmarks.outdirs import RowsShape, write_outdir
 from benchmarks.projects import session_lengths, write_pytest_suite, write_sleeper_suite
 from benchmarks.sweeps import run_sweep
@@ -48,6 +49,22 @@ def test_the_table_shows_every_target_with_its_verdict() -> None:
     shown = Target("f", "f / ideal", 1.2, 1.1, "x", "for the record", informational=True)
     assert target_rows([shown])[0][3] == "(not a target)" and shown.to_json()["holds"] is None
     assert summary_line([*targets, shown]) == summary_line(targets)
+
+
+def test_the_reports_memory_per_row_is_its_peaks_growth_over_the_rows() -> None:
+    """Between the shapes of the same arms and runs: (peak - peak) / rows, in KB,
+    shown beside the figures' own inputs (not a target)."""
+    def shape(tasks: int, peak: float) -> dict[str, object]:
+        return {"shape": f"{tasks} tasks", "rows": tasks * 1000,
+                "session_end": {"peak_rss_mib": peak}}
+
+    growth = memory_per_row({"10x4x250": shape(10, 90.0), "100x4x250": shape(100, 180.0),
+                             "1000x4x25": shape(100, 999.0)})
+    assert growth is not None and growth.informational and growth.unit == "KB"
+    assert growth.value == pytest.approx(90 * 1024 / 90_000)
+    assert growth.shown() == "1.02 KB" and growth.verdict() == "(not a target)"
+    assert 0.1 < growth.limit < 0.5  # a row's numbers, flags and stage times
+    assert memory_per_row({"10x4x250": shape(10, 90.0)}) is None
 
 
 def test_session_lengths_sum_to_s_and_are_ten_times_apart() -> None:
