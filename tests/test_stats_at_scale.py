@@ -7,11 +7,13 @@ from __future__ import annotations
 import math
 import random
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
 
 from pytest_wfbench.aggregate import TaskArm, overall_saving, overall_savings, pooled_saving
+from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.heap import collector_paused
 from pytest_wfbench.stats import (
     cluster_bootstrap,
@@ -319,3 +321,33 @@ def test_token_totals_are_the_tables_and_past_the_largest_float_infinite() -> No
     assert summarize([ok, junk]).cells[0].medians["tokens"] == 15.0
     whole = Table.of([ok, row("t", "a", 2, input_tokens=-0.0)])
     assert [math.copysign(1, t) for t in token_totals(whole).tolist()] == [1.0, 1.0]
+
+
+def test_a_rows_own_figures_are_the_tables_whatever_it_holds() -> None:
+    """aggregate.total_tokens and metric, from a row itself (a small page's plots
+    and cells), give what the report's table holds of it: counts past the
+    largest float, infinities, NaN, booleans and text never raise (they did,
+    and cost report.html)."""
+    from pytest_wfbench.aggregate import median_of, total_tokens
+    from pytest_wfbench.aggregate.figures import METRICS, metric
+    from pytest_wfbench.table import Table
+    from tests.rows import row
+
+    odd: list[Any] = [None, True, False, "12", "many", 1.5, -0.0, math.inf, -math.inf,
+                      math.nan, 2**60, 10**400, 1e308, [1], {"a": 1}]
+    rng = random.Random(11)
+    rows = []
+    for run in range(60):
+        r = row("t", "a", run + 1)
+        for name in (*USAGE_FIELDS, "cost_usd", "duration_s", "num_turns"):
+            r[name] = rng.choice(odd)
+        rows.append(r)
+    table = Table.of(rows)
+    assert [total_tokens(r) for r in rows] == table.tokens(table.positions)
+    for name in METRICS:
+        held = [None if value != value else value for value in (
+            table.tokens([i])[0] if name == "tokens" else table.value(name, i) for i in
+            table.positions)]
+        got = [metric(r, name) for r in rows]
+        assert [None if v is None else float(v) for v in held] == got, name
+        assert median_of(rows, name) == median_of(rows, name)  # no raise, no NaN

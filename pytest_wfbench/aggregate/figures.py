@@ -18,6 +18,7 @@ from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.stats import Interval, wilson_interval
 from pytest_wfbench.stats.medians import Column, Groups
 from pytest_wfbench.table import Table
+from pytest_wfbench.table.table import row_number, row_tokens
 
 Row = dict[str, Any]
 
@@ -38,27 +39,30 @@ def row_order(row: Row) -> tuple[str, str, int]:
     return (str(row.get("task")), str(row.get("arm")), int(row.get("run") or 0))
 
 
-def total_tokens(row: Row) -> int:
-    """All model tokens of a row: input, cache creation, cache read and output."""
-    get = row.get  # the four fields of USAGE_FIELDS, summed in that order
-    return (int(get("input_tokens") or 0) + int(get("cache_creation_input_tokens") or 0)
-            + int(get("cache_read_input_tokens") or 0) + int(get("output_tokens") or 0))
+def total_tokens(row: Row) -> float:
+    """All model tokens of a row: input, cache creation, cache read and output,
+    as the report's table totals them (each a whole count; null, a value that
+    is no number or no finite one as 0; past the largest float, infinite): a
+    page of a few cells says what the report of many says, and never raises."""
+    return row_tokens(row)
 
 
 def metric(row: Row, name: str) -> float | None:
+    """A row's figure, as the report's table holds it: null for a value that is
+    no number (or NaN), never an error."""
     if name == "tokens":
-        return float(total_tokens(row))
-    value = row.get(name)
-    return None if value is None else float(value)
+        return total_tokens(row)
+    value = row_number(row.get(name))
+    return None if value != value else value
 
 
 def median_of(rows: Sequence[Row], name: str) -> float | None:
     """Median over counted rows; null when no row has it, and for cost null
     when any counted row's cost is null (unknown is never zero)."""
     if name == "tokens":
-        present = [float(total_tokens(row)) for row in rows]
+        present = [total_tokens(row) for row in rows]
     else:  # metric() inlined: a large sweep asks this of every row and metric
-        present = [float(value) for row in rows if (value := row.get(name)) is not None]
+        present = [value for row in rows if (value := row_number(row.get(name))) == value]
     if not rows or (name == "cost_usd" and len(present) < len(rows)):
         return None
     return statistics.median(present) if present else None

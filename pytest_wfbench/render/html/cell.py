@@ -114,7 +114,7 @@ def _facts(row: Mapping[str, Any]) -> list[tuple[str, str]]:
               ("cell s", fmt(row.get("duration_s"), 2)),
               ("session s", fmt(row.get("session_duration_s"), 2))]
     if row.get("lane", "agent") == "agent":
-        facts += [("tokens", fmt(float(total_tokens(dict(row))))),
+        facts += [("tokens", fmt(total_tokens(dict(row)))),
                   ("cost", fmt_cost(row.get("cost_usd"))), ("turns", fmt(row.get("num_turns"))),
                   ("tool calls", fmt(row.get("tool_calls"))),
                   ("est. tokens", fmt(row.get("estimated_tokens")))]
