@@ -22,7 +22,7 @@ from pytest_wfbench.aggregate import token_totals
 from pytest_wfbench.outdir import build_report
 from pytest_wfbench.projection import listed, project
 from pytest_wfbench.rowcache import CACHE, CacheUse, load_entries
-from pytest_wfbench.table import FrameError, Table, check, encode, kept, known
+from pytest_wfbench.table import FrameError, Table, check, encode, kept
 from tests.rows import row
 from tests.test_projection import REPORTS, variety, write_out_dir
 
@@ -303,15 +303,6 @@ def test_the_cache_is_never_written_through_a_planted_link(tmp_path: Path) -> No
     (out / f"{CACHE}.{os.getpid()}.new").symlink_to(target)
     rowcache.rewrite(out, [encode([])])
     assert target.read_text() == "keep me" and load_entries(out) == ({}, 1)
-
-
-def test_known_values_leave_out_nulls_and_keep_the_rest_in_order() -> None:
-    values = (3.0, 1.0, 2.0)
-    assert known(values) is values  # none null: the values themselves
-    assert known((3.0, math.nan, 1.0, math.nan)) == [3.0, 1.0]
-    assert known((math.inf, -math.inf, 1.0)) == [math.inf, -math.inf, 1.0]  # their sum is NaN
-    assert known((math.nan,)) == []
-    assert known(()) == ()
 
 
 def test_the_spend_line_sums_each_arms_fresh_cells() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pytest_wfbench.table.frame import Frame, FrameError, check, encode
 from pytest_wfbench.table.schema import FLAGS, NO_FLAG, NUMBERS, OBJECTS, kept
-from pytest_wfbench.table.table import Table, gather, known
+from pytest_wfbench.table.table import Table, gather
 
 __all__ = ["FLAGS", "NO_FLAG", "NUMBERS", "OBJECTS", "Frame", "FrameError", "Table", "check",
-           "encode", "gather", "kept", "known"]
+           "encode", "gather", "kept"]

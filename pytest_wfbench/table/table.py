@@ -77,13 +77,6 @@ def gather(column: Sequence[Any], positions: Sequence[int]) -> tuple[Any, ...]:
     return tuple(column[i] for i in positions)
 
 
-def known(values: Sequence[float]) -> Sequence[float]:
-    """The values that are not null (NaN): the values themselves when none is
-    (a NaN makes their sum NaN; one C loop instead of a test per value)."""
-    total = sum(values)
-    return values if total == total else [value for value in values if value == value]
-
-
 class WholeRowLost(ValueError):
     """A slim row's whole row is no longer where it was read (its line changed)."""
 
