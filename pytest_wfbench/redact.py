@@ -73,36 +73,43 @@ class Redactor:
         characters, STREAM_SIZE by default) at a time: the parts joined are
         ``clean("".join(pieces))``, a secret split across pieces included (a
         long page is never held whole)."""
-        size = STREAM_SIZE if size is None else size
+        wanted = STREAM_SIZE if size is None else size
         held: list[str] = []
         count = 0
         for piece in pieces:
             held.append(piece)
             count += len(piece)
-            if count >= size:
+            if count >= wanted:
                 text = "".join(held)
-                cut = self._cut(text, len(text) - len(self._longest) + 1)
+                cut = self._cut(text)
                 if cut > 0:
                     yield self.clean(text[:cut])
+                    wanted = STREAM_SIZE if size is None else size
+                else:  # no place to cut yet: wait for twice as much (never quadratic)
+                    wanted = 2 * len(text)
                 held, count = [text[cut:]], len(text) - cut
         yield self.clean("".join(held))
 
-    @property
-    def _longest(self) -> str:
-        return self._secrets[0] if self._secrets else " "
-
-    def _cut(self, text: str, cut: int) -> int:
-        """The latest place at or before ``cut`` that no secret's occurrence
-        spans: the text before it is redacted as the whole text would be (a
-        secret only partly before ``cut`` stays after it, for the next part)."""
+    def _cut(self, text: str) -> int:
+        """The latest place to cut ``text`` at, where the text before it is
+        redacted as the whole text would be: no secret occurs within reach of it.
+        (Secrets are replaced one after the other, so a replacement and the text
+        beside it can make another secret: each secret's replacement reaches as
+        far as the longest secret, or the replacement, whichever is longer.)
+        0: none."""
+        if not self._secrets:
+            return len(text)
+        reach = len(self._secrets) * max(len(self._secrets[0]), len(REDACTED))
+        cut = len(text) - reach - len(self._secrets[0])
         moved = True
         while moved and cut > 0:
             moved = False
             for secret in self._secrets:
-                # An occurrence in this window starts before the cut and ends after it.
-                start = text.find(secret, max(cut - len(secret) + 1, 0), cut + len(secret) - 1)
+                # An occurrence that ends after cut - reach and starts before cut + reach.
+                start = text.find(secret, max(cut - reach - len(secret) + 1, 0),
+                                  cut + reach + len(secret) - 1)
                 if start != -1:
-                    cut, moved = start, True
+                    cut, moved = start - reach, True
         return max(cut, 0)
 
     def data(self, value: Any) -> Any:

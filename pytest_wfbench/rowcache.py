@@ -165,12 +165,13 @@ class _Read:
     """Rows of frames without keys: no line finds them."""
 
     def add(self, keys: tuple[bytes, ...], base: int) -> None:
-        joined = b"".join(keys)
-        if len(joined) == KEY_SIZE * len(keys):
-            self.keys += joined
+        """The keys of a frame whose first row is at ``base`` (a key of another
+        size is no line's: left out, and never cut into others)."""
+        if all(len(key) == KEY_SIZE for key in keys):
+            self.keys += b"".join(keys)
             self.positions.extend(range(base, base + len(keys)))
             return
-        for offset, key in enumerate(keys):  # a key of another size is no line's
+        for offset, key in enumerate(keys):
             if len(key) == KEY_SIZE:
                 self.keys += key
                 self.positions.append(base + offset)

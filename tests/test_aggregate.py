@@ -284,10 +284,13 @@ def test_a_stream_is_redacted_and_neutralized_as_its_whole_text(seed: int) -> No
     secrets that overlap, repeat and fall across pieces and parts."""
     rng = random.Random(seed)
     for _ in range(400):
-        secrets = ["".join(rng.choice("ab\x1bc") for _ in range(rng.randint(8, 14)))
+        # Secrets of a few letters overlap and repeat; with parts of the
+        # replacement in them, a replacement and its neighbours make another.
+        letters = rng.choice(["ab\x1bc", "ab[]RED", "[REDACTED]xy"])
+        secrets = ["".join(rng.choice(letters) for _ in range(rng.randint(8, 14)))
                    for _ in range(rng.randint(0, 3))]
         redactor = Redactor(secrets)
-        text = "".join(rng.choice(["a", "b", "\x1b", "\n", "\u202e", *secrets])
+        text = "".join(rng.choice([*letters, "\n", "\u202e", "[REDACTED]", *secrets])
                        for _ in range(rng.randint(0, 300)))
         pieces, start = [], 0
         while start < len(text):
@@ -297,6 +300,9 @@ def test_a_stream_is_redacted_and_neutralized_as_its_whole_text(seed: int) -> No
         parts = list(redactor.clean_stream(iter(pieces), size=rng.randint(1, 40)))
         assert "".join(parts) == redactor.clean(text), (secrets, text)
     assert list(Redactor([]).clean_stream([])) == [""]
+    chained = Redactor(["LONGSECRET-1234", "hunter22["])
+    assert "".join(chained.clean_stream(["xx hunter22", "LONGSECRET-1234 yy"], size=5)) == (
+        chained.clean("xx hunter22LONGSECRET-1234 yy")) == "xx [REDACTED]REDACTED] yy"
 
 
 def test_a_torn_last_line_does_not_swallow_the_next_row(tmp_path: Path) -> None:

@@ -329,15 +329,21 @@ def test_the_lines_keys_are_found_as_a_dict_of_the_cache_finds_them() -> None:
     pool += [bytes(32), b"\xff" * 32, bytes(31) + b"\x01"]
     read = rowcache._Read()
     expected: dict[bytes, int] = {}
+    cut_anew: list[bytes] = []
     base = 0
     for _ in range(40):
         keys = tuple(rng.choice(pool) for _ in range(rng.randint(0, 9)))
         if rng.random() < 0.3:
             keys += (b"short", bytes(33))
+        if rng.random() < 0.2:  # 16 + 48 bytes: as long as two keys, and neither one
+            p, q, r = rng.choice(pool), rng.choice(pool), rng.choice(pool)
+            keys += (p[:16], q + r[:16])
+            cut_anew += [p[:16] + q[:16], q[16:] + r[:16]]
         read.add(keys, base)
         expected.update((key, base + at) for at, key in enumerate(keys) if len(key) == 32)
         base += len(keys)
     lines = [rng.choice(pool) for _ in range(400)] + [b"\x02" * 32]
+    lines += cut_anew  # what the blob would hold, were those keys cut into others
     found, known = read.find(rowcache.LineKeys(b"".join(lines)))
     assert found == [expected.get(key) for key in lines]
     assert known == len(expected) and read.index == expected
