@@ -126,9 +126,13 @@ class LineKeys(Sequence[bytes]):
 
     def __init__(self, blob: bytes) -> None:
         self.blob = blob
+        self.size = len(blob) // KEY_SIZE
 
     def __len__(self) -> int:
-        return len(self.blob) // KEY_SIZE
+        return self.size
+
+    def __iter__(self) -> Iterator[bytes]:
+        return map(itemgetter(0), struct.iter_unpack(f"{KEY_SIZE}s", self.blob))
 
     @overload
     def __getitem__(self, index: int) -> bytes: ...
@@ -138,10 +142,12 @@ class LineKeys(Sequence[bytes]):
 
     def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if not -len(self) <= index < len(self):
+            return [self[i] for i in range(*index.indices(self.size))]
+        if index < 0:
+            index += self.size
+        if not 0 <= index < self.size:
             raise IndexError(index)
-        start = (index % len(self)) * KEY_SIZE
+        start = index * KEY_SIZE
         return self.blob[start:start + KEY_SIZE]
 
     def array(self) -> npt.NDArray[np.bytes_]:
@@ -180,8 +186,7 @@ class _Read:
     def index(self) -> dict[bytes, int]:
         """Each key's position in the table (of a key cached twice, the later:
         the same line, so the same row; either would do)."""
-        keys = map(itemgetter(0), struct.iter_unpack(f"{KEY_SIZE}s", self.keys))
-        return dict(zip(keys, self.positions, strict=True))
+        return dict(zip(LineKeys(bytes(self.keys)), self.positions, strict=True))
 
     def find(self, lines: LineKeys) -> tuple[list[int | None], int]:
         """Each line's position in the table (None: the cache does not know
@@ -428,23 +433,24 @@ Located = tuple[Path, Sequence[int], Sequence[int]]
 
 
 def _whole_rows(path: Path, lines: dict[int, tuple[int, int, bytes]]
-                ) -> Callable[[int], Row | None]:
+                ) -> Callable[[Sequence[int]], list[Row | None]]:
     """A reader of the whole rows of a table's slim rows (Table.read_whole):
-    each one's line read again where it was, and only if it is still the line
-    of that key."""
-    def read(position: int) -> Row | None:
-        where = lines.get(position)
-        if where is None:
-            return None
-        offset, length, key = where
+    each one's line read again where it was (the file opened once a call, the
+    lines in the file's order), and only if it is still the line of that key."""
+    def read(positions: Sequence[int]) -> list[Row | None]:
+        found: dict[int, Row | None] = {}
+        wanted = sorted((lines[position], position) for position in set(positions)
+                        if position in lines)
         try:
             with path.open("rb") as stream:
-                stream.seek(offset)
-                line = stream.read(length)
+                for (offset, length, key), position in wanted:
+                    stream.seek(offset)
+                    line = stream.read(length)
+                    row = _parsed(line) if line_key(line) == key else None
+                    found[position] = None if row is None else project(row)
         except OSError:
-            return None
-        row = _parsed(line) if line_key(line) == key else None
-        return None if row is None else project(row)
+            pass
+        return [found.get(position) for position in positions]
     return read
 
 

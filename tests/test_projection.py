@@ -441,3 +441,20 @@ def test_a_slim_rows_whole_row_is_read_only_from_its_own_line(tmp_path: Path) ->
     cache = (out / CACHE).read_bytes()
     assert not rowcache.rewrite(out, (table_of.frame(table_of.positions) for _ in (1,)))
     assert (out / CACHE).read_bytes() == cache  # left as it was
+
+
+def test_a_cache_written_again_from_a_table_of_slim_rows_holds_them_whole(
+        tmp_path: Path) -> None:
+    """The row cache is written again (here: damaged) by a report whose table
+    holds the listed rows slim: each frame holds them whole, read again from
+    their lines at once, as a table of whole rows would have written them."""
+    out = logged_copy(write_out_dir(tmp_path / "out", variety()), "slim")
+    build_report(out)  # the cache, as a first report writes it
+    data = (out / CACHE).read_bytes()
+    (out / CACHE).write_bytes(data[:len(data) // 2])
+    use = CacheUse()
+    assert build_report(out, use=use).table.slimmed and use.rewritten
+    lines = (out / "results.jsonl").read_bytes().splitlines()
+    entries, _ = load_entries(out)
+    assert entries == {rowcache.line_key(line): project(json.loads(line)) for line in lines}
+    assert any(listed(row) and "steps" in row for row in entries.values())

@@ -90,8 +90,8 @@ class Table:
         """Whether listed agent rows are kept slim (schema.slim)."""
         self.slimmed: set[int] = set()
         """The indexes of the rows kept slim."""
-        self.read_whole: Callable[[int], Row | None] | None = None
-        """A slim row's whole row, read again (None: it is not there any more)."""
+        self.read_whole: Callable[[Sequence[int]], list[Row | None]] | None = None
+        """Slim rows' whole rows, read again (None where one is not there any more)."""
         self.size = 0
         self.objects: dict[str, list[Any]] = {name: [] for name in OBJECTS}
         self.identity: dict[str, list[Any]] = {part: [] for part in IDENTITY}
@@ -167,7 +167,9 @@ class Table:
                  for name, column in self.stages.items()}
         timed = {name: column for name, column in timed.items()
                  if any(ms == ms for ms in column)}
-        kept = {offset: self.whole(i, strict=True) if i in self.slimmed else self.kept[i]
+        slim = [i for i in positions if i in self.slimmed]
+        wholes = dict(zip(slim, self.wholes(slim, strict=True), strict=True))
+        kept = {offset: wholes[i] if i in wholes else self.kept[i]
                 for offset, i in enumerate(positions) if i in self.kept}
         return (len(positions), tuple(keys), objects, identity, flags, numbers, tuple(timed),
                 tuple(column.tobytes() for column in timed.values()), kept)
@@ -232,13 +234,23 @@ class Table:
         """The row's projection whole: :meth:`row`, but a slim row's read again
         (its line, checked against its key); when that line is gone or changed,
         the slim row (or, ``strict``, WholeRowLost)."""
-        if index in self.slimmed:
-            found = self.read_whole(index) if self.read_whole is not None else None
-            if found is not None:
-                return found
-            if strict:
-                raise WholeRowLost(index)
-        return self.row(index)
+        return self.wholes([index], strict=strict)[0]
+
+    def wholes(self, indexes: Sequence[int], *, strict: bool = False) -> list[Row]:
+        """:meth:`whole` of each of these rows (the slim ones read at once)."""
+        slim = [i for i in indexes if i in self.slimmed]
+        read = self.read_whole(slim) if slim and self.read_whole is not None else [None] * len(
+            slim)
+        found = dict(zip(slim, read, strict=True))
+        out = []
+        for i in indexes:
+            row = found.get(i)
+            if row is None:
+                if strict and i in self.slimmed:
+                    raise WholeRowLost(i)
+                row = self.row(i)
+            out.append(row)
+        return out
 
     def rows(self, positions: Sequence[int] | None = None) -> list[Row]:
         """The projections of these rows (of ``positions`` when None)."""

@@ -194,7 +194,7 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
     limit = LISTED_CELLS
     chosen = sorted(listed, key=lambda i: _detail_rank(kept[i]))[:limit]
     shown = set(chosen)
-    detailed = [table.whole(i) for i in listed if i in shown]  # slim ones read again
+    detailed = table.wholes([i for i in listed if i in shown])  # slim ones read again
     link: dict[tuple[str, str, str], str] = {}
     for i in chosen:
         link.setdefault((str(task_of[i]), str(arm_of[i]), outcome(kept[i])), str(cell_of[i]))
