@@ -349,6 +349,16 @@ def partial_state(out_dir: Path) -> str | None:
     return STATE_LINES.get(state, state) + (f" ({reason})" if reason else "")
 
 
+def exact_sum(values: Iterable[float]) -> float:
+    """math.fsum's sum of the values, rounded once; a sum past the largest float
+    (counts of 1e308, which fsum refuses) infinite, as the table's totals are."""
+    values = list(values)
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        return sum(values)
+
+
 def spend_lines(table: Table) -> list[str]:
     """What the sweep spent, per arm and in all: tokens, and cost where measured
     (each an exact sum, math.fsum's, of the fresh cells' figures, a null as 0)."""
@@ -370,8 +380,8 @@ def spend_lines(table: Table) -> list[str]:
     cost_known: dict[str, bool] = {}
     for arm, members in by_arm.items():
         costs = known_at(cost_column, members)
-        per_arm[arm] = [math.fsum(math.fsum(known_at(column, members)) for column in usage),
-                        math.fsum(costs)]
+        per_arm[arm] = [exact_sum(exact_sum(known_at(column, members)) for column in usage),
+                        exact_sum(costs)]
         cost_known[arm] = bool(costs)
     if not any(tokens for tokens, _ in per_arm.values()):
         return []

@@ -5,6 +5,7 @@ glue (redaction, no Jinja2)."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 from collections.abc import Callable
@@ -348,6 +349,22 @@ def test_the_page_is_written_redacted_beside_report_md(tmp_path: Path) -> None:
     page = written.path.read_text()
     assert secret not in page and "the key [REDACTED] leaked" in page
     assert "+    return a + b" in page
+
+
+@pytest.mark.parametrize("odd", ["0.5", True, math.inf, 10**400, "much"])
+def test_a_cell_whose_figures_are_no_plain_numbers_is_still_shown(
+        tmp_path: Path, odd: Any) -> None:
+    """A row's and a session's cost, time and tokens of any type read as the
+    report's table reads them (text that is a number, as that number; other
+    text and booleans as unknown; an integer past the largest float as
+    infinite): the page is written (a cost of text or 10**400 lost it)."""
+    store = ResultsStore(tmp_path, Redactor([]))
+    store.prepare()
+    phase = {"completed": True, "num_turns": odd, "duration_ms": odd, "cost_usd": odd,
+             "usage": {"input_tokens": odd}}
+    rows = [agent_row(cost_usd=odd, input_tokens=odd, phases=[phase])]
+    written = write_html_report(store, summarize(rows), rows, PROVENANCE)
+    assert written.path is not None and not written.failed, written.line
 
 
 def test_without_jinja2_no_page_is_written_and_the_hint_says_how(

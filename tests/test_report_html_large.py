@@ -6,6 +6,7 @@ page of every cell."""
 from __future__ import annotations
 
 import gc
+import math
 import re
 import statistics
 from pathlib import Path
@@ -244,3 +245,17 @@ def test_a_large_report_is_frozen_out_of_the_collectors_reach(
     # Frozen while the collector is paused: no collection walks it first.
     assert frozen == ([False, False] if large else [])
     assert gc.isenabled()
+
+
+def test_a_large_page_of_infinite_and_negative_figures_is_drawn(small_limits: None) -> None:
+    """Counts past the largest float (infinite totals), an infinite cost and a
+    negative one: their medians are labelled as they are, their dots drawn at
+    the axis' ends; the page is made (an infinite median raised)."""
+    rows = [*runs("t", "a", "RRRRRR", cost_usd=0.5),
+            *[row("t", "b", run, resolved=True, input_tokens=1e308, output_tokens=1e308,
+                  cost_usd=math.inf if run % 2 else -1.0) for run in range(1, 8)]]
+    seen = overview_of(Table.of(rows), METRICS)
+    assert seen.spreads["tokens"]["b"].median == math.inf
+    page = render_html(summarize(rows), seen.detailed, PROVENANCE, overview=seen)
+    assert "<title>b: median inf</title>" in page
+    assert 'cx="inf"' not in page and 'cx="-inf"' not in page

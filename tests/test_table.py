@@ -317,6 +317,10 @@ def test_the_spend_line_sums_each_arms_fresh_cells() -> None:
     assert spend_lines(Table.of(rows)) == [
         "wfbench spend: a 1,300 tokens $0.3000; b 10 tokens; sweep 1,310 tokens $0.3000"]
     assert spend_lines(Table.of([row("t", "a", 1)])) == []  # nothing spent: no line
+    huge = [row("t", "a", 1, input_tokens=1e308, output_tokens=1e308, cost_usd=1e308),
+            row("t", "a", 2, input_tokens=1e308, cost_usd=1e308)]  # fsum refuses them
+    assert spend_lines(Table.of(huge)) == [
+        "wfbench spend: a inf tokens $inf; sweep inf tokens $inf"]
 
 
 def test_the_lines_keys_are_found_as_a_dict_of_the_cache_finds_them() -> None:

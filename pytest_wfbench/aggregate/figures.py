@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -39,7 +39,7 @@ def row_order(row: Row) -> tuple[str, str, int]:
     return (str(row.get("task")), str(row.get("arm")), int(row.get("run") or 0))
 
 
-def total_tokens(row: Row) -> float:
+def total_tokens(row: Mapping[str, Any]) -> float:
     """All model tokens of a row: input, cache creation, cache read and output,
     as the report's table totals them (each a whole count; null, a value that
     is no number or no finite one as 0; past the largest float, infinite): a
@@ -47,7 +47,7 @@ def total_tokens(row: Row) -> float:
     return row_tokens(row)
 
 
-def metric(row: Row, name: str) -> float | None:
+def metric(row: Mapping[str, Any], name: str) -> float | None:
     """A row's figure, as the report's table holds it: null for a value that is
     no number (or NaN), never an error."""
     if name == "tokens":

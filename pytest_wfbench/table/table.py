@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain
 from operator import itemgetter
 from typing import Any
@@ -59,7 +59,7 @@ def row_number(value: Any) -> float:
     return _number(value)
 
 
-def row_tokens(row: Row) -> float:
+def row_tokens(row: Mapping[str, Any]) -> float:
     """A row's total of the usage fields, from the row itself, as the table
     totals it (:meth:`Table.tokens`): never an error, whatever the row holds."""
     return _total(*(_number(row.get(name)) for name in USAGE_FIELDS))

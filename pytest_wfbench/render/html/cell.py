@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_wfbench.aggregate import total_tokens
+from pytest_wfbench.aggregate.figures import metric
 from pytest_wfbench.render.format import fmt, fmt_cost
 from pytest_wfbench.render.html.charts import stage_bar
 from pytest_wfbench.render.html.clip import Budget, Clipped, clip, clip_items
@@ -115,7 +116,7 @@ def _facts(row: Mapping[str, Any]) -> list[tuple[str, str]]:
               ("session s", fmt(row.get("session_duration_s"), 2))]
     if row.get("lane", "agent") == "agent":
         facts += [("tokens", fmt(total_tokens(dict(row)))),
-                  ("cost", fmt_cost(row.get("cost_usd"))), ("turns", fmt(row.get("num_turns"))),
+                  ("cost", fmt_cost(metric(row, "cost_usd"))), ("turns", fmt(row.get("num_turns"))),
                   ("tool calls", fmt(row.get("tool_calls"))),
                   ("est. tokens", fmt(row.get("estimated_tokens")))]
         if row.get("diff_files") is not None:
@@ -186,8 +187,8 @@ def _usage(usage: Any) -> str:
 def _phase(entry: Mapping[str, Any], read: ReadArtifact, budget: Budget) -> Phase:
     facts = [("completed", "yes" if entry.get("completed") else "no"),
              ("turns", fmt(entry.get("num_turns"))),
-             ("session s", fmt((entry.get("duration_ms") or 0) / 1000, 2)),
-             ("cost", fmt_cost(entry.get("cost_usd"))), ("usage", _usage(entry.get("usage"))),
+             ("session s", fmt((metric(entry, "duration_ms") or 0) / 1000, 2)),
+             ("cost", fmt_cost(metric(entry, "cost_usd"))), ("usage", _usage(entry.get("usage"))),
              ("skills invoked", ", ".join(str(s) for s in entry.get("skills_invoked") or [])
               or "none")]
     if entry.get("required_skill"):

@@ -57,7 +57,7 @@ def nice_ticks(high: float, count: int = 5) -> list[float]:
 
 
 def tick_label(value: float) -> str:
-    if value == int(value) and abs(value) < 1e15:
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
         return f"{int(value):,}"
     return f"{value:,.4g}"
 
@@ -79,11 +79,12 @@ def resolve_chart(points: Sequence[ArmPoint], x_label: str, colour: dict[str, st
     spends (x)."""
     width, height, left, right, top, bottom = 640, 320, 56, 120, 16, 44
     plot_w, plot_h = width - left - right, height - top - bottom
-    ticks = nice_ticks(max((p.x for p in points), default=0.0))
+    ticks = nice_ticks(max((p.x for p in points if math.isfinite(p.x)), default=0.0))
     x_max = ticks[-1]
 
     def x_at(value: float) -> float:
-        return left + plot_w * value / x_max
+        """Where a value is drawn: one off the axis at its end."""
+        return left + plot_w * min(max(value, 0.0), x_max) / x_max
 
     def y_at(rate: float) -> float:
         return top + plot_h * (1 - rate)
@@ -138,11 +139,14 @@ def strip_chart(groups: Sequence[tuple[str, Sequence[Dot]]], x_label: str,
     width = 640
     height = top + row_h * len(groups) + 40
     plot_w = width - left - right
-    ticks = nice_ticks(max((d.value for _, dots in groups for d in dots), default=0.0))
+    ticks = nice_ticks(max((d.value for _, dots in groups for d in dots
+                            if math.isfinite(d.value)), default=0.0))
     x_max = ticks[-1]
 
     def x_at(value: float) -> float:
-        return left + plot_w * value / x_max
+        """Where a value is drawn: one off the axis (an infinite count) at its end
+        (its title says what it is)."""
+        return left + plot_w * min(max(value, 0.0), x_max) / x_max
 
     bottom = top + row_h * len(groups)
     parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" '
