@@ -232,3 +232,16 @@ def test_a_large_task_file_is_frozen_before_the_collector_runs_again(
     assert len(load_task_file(suite.task_file).tasks) == 3
     assert frozen == ([False] if large else [])
     assert gc.isenabled()
+
+
+def test_loading_a_task_file_leaves_no_cyclic_garbage_to_freeze(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a large file made is frozen as loading ends: nothing unreachable may
+    be among it (the YAML loader's cycle held a node and two marks per task)."""
+    suite = write_suite(tmp_path / "suite", tasks=[task_yaml(f"t{i}") for i in range(50)])
+    monkeypatch.setattr(heap, "FREEZE_FROM", 1)
+    unreachable: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: unreachable.append(gc.collect()))
+    gc.collect()
+    load_task_file(suite.task_file)
+    assert unreachable == [0]

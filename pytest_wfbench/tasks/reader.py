@@ -86,7 +86,14 @@ def parse(path: Path, data: bytes) -> tuple[Encoded, Node]:
         raise _yaml_error(path, exc) from exc
     if root is None:
         raise TaskFileError(path, 1, "the task file is empty")
-    return _encode(path, root, yaml.SafeLoader(""))
+    constructor = yaml.SafeLoader("")
+    try:
+        return _encode(path, root, constructor)
+    finally:
+        # The loader is in a cycle (its parser's state): what it holds of the
+        # file would wait for the collector, and a large file is frozen first.
+        constructor.dispose()
+        constructor.constructed_objects.clear()
 
 
 def _yaml_error(path: Path, exc: yaml.YAMLError) -> TaskFileError:
