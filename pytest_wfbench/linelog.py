@@ -48,8 +48,6 @@ from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
 
-import numpy as np
-
 from pytest_wfbench.rowcache import KEY_SIZE, LineKeys, line_key
 
 LOG = ".results.lines"
@@ -201,6 +199,8 @@ class LoggedLines:
     @cached_property
     def key_blob(self) -> LineKeys:
         """Each line's key, in one blob (no object per key)."""
+        import numpy as np  # a report's: the workers that write rows never load numpy
+
         table = np.frombuffer(self.entries, np.uint8).reshape(-1, ENTRY.size)
         return LineKeys(table[:, :KEY_SIZE].tobytes())
 

@@ -42,15 +42,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from operator import itemgetter
 from pathlib import Path
-from typing import IO, Any, cast, overload
-
-import numpy as np
-import numpy.typing as npt
+from typing import IO, TYPE_CHECKING, Any, cast, overload
 
 from pytest_wfbench import __version__
 from pytest_wfbench.projection import project
 from pytest_wfbench.table import Frame, FrameError, Table, check, encode, gather
 from pytest_wfbench.table.frame import Record, encode_records, record_of
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 CACHE = ".results.projections"
 FORMAT = 3
@@ -151,6 +152,8 @@ class LineKeys(Sequence[bytes]):
         return self.blob[start:start + KEY_SIZE]
 
     def array(self) -> npt.NDArray[np.bytes_]:
+        import numpy as np  # a report's: the workers that write rows never load numpy
+
         return np.frombuffer(self.blob, f"S{KEY_SIZE}")
 
 
@@ -194,6 +197,8 @@ class _Read:
         how many keys the cache knows."""
         if not self.keys:
             return [None] * len(lines), 0
+        import numpy as np  # a report's: the workers that write rows never load numpy
+
         cached = np.frombuffer(self.keys, f"S{KEY_SIZE}")
         order = np.argsort(cached, kind="stable")
         ordered = cached[order]
