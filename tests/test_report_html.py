@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 from collections.abc import Callable
@@ -414,6 +415,25 @@ def test_a_bug_midway_through_the_page_leaves_the_old_page_whole(
     assert first.path.read_bytes() == old
     assert sorted(path.name for path in tmp_path.iterdir()
                   if path.name.startswith(".")) == []  # no temporary file left
+
+
+def test_the_page_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    """A link planted at report.html, or at the name of the new page being
+    written, is replaced, never written through: the file it points at keeps
+    its bytes."""
+    out = tmp_path / "out"
+    store = ResultsStore(out, Redactor([]))
+    store.prepare()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    (out / HTML_REPORT).symlink_to(outside)
+    (out / f".{HTML_REPORT}.{os.getpid()}.new").symlink_to(outside)
+    rows = [agent_row()]
+    written = write_html_report(store, summarize(rows), rows, PROVENANCE)
+    assert written.path == out / HTML_REPORT and not written.path.is_symlink()
+    assert "<!DOCTYPE html>" in written.path.read_text()
+    assert outside.read_text() == "keep me"
+    assert [p.name for p in out.iterdir() if p.name.endswith(".new")] == []
 
 
 def test_the_page_written_in_parts_is_the_rendered_page_redacted(
