@@ -48,7 +48,7 @@ from itertools import accumulate
 from operator import itemgetter
 from pathlib import Path
 
-from pytest_wfbench.rowcache import KEY_SIZE, LineKeys, line_key
+from pytest_wfbench.cachefile import KEY_SIZE, LineKeys, line_key
 
 LOG = ".results.lines"
 _KEY, _LENGTH, _FLAGS, _PAD, _CELL, _SWEEP = "32s", "I", "B", "3x", "16s", "8s"

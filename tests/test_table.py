@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from benchmarks.outdirs import agent_row
-from pytest_wfbench import rowcache
+from pytest_wfbench import cachefile, rowcache
 from pytest_wfbench.aggregate import token_totals
 from pytest_wfbench.outdir import build_report
 from pytest_wfbench.projection import listed, project
@@ -331,7 +331,7 @@ def test_the_lines_keys_are_found_as_a_dict_of_the_cache_finds_them() -> None:
     rng = random.Random(8)
     pool = [bytes(rng.choice([0, 1, 255]) for _ in range(32)) for _ in range(60)]
     pool += [bytes(32), b"\xff" * 32, bytes(31) + b"\x01"]
-    read = rowcache._Read()
+    read = cachefile._Read()
     expected: dict[bytes, int] = {}
     cut_anew: list[bytes] = []
     base = 0
@@ -351,7 +351,7 @@ def test_the_lines_keys_are_found_as_a_dict_of_the_cache_finds_them() -> None:
     found, known = read.find(rowcache.LineKeys(b"".join(lines)))
     assert found == [expected.get(key) for key in lines]
     assert known == len(expected) and read.index == expected
-    assert rowcache._Read().find(rowcache.LineKeys(b"".join(lines)))[0] == [None] * len(lines)
+    assert cachefile._Read().find(rowcache.LineKeys(b"".join(lines)))[0] == [None] * len(lines)
     blob = rowcache.LineKeys(b"".join(lines))
     assert list(blob) == lines and blob[-1] == lines[-1] and blob[3:7] == lines[3:7]
     with pytest.raises(IndexError):
