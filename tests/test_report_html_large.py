@@ -259,3 +259,21 @@ def test_a_large_page_of_infinite_and_negative_figures_is_drawn(small_limits: No
     page = render_html(summarize(rows), seen.detailed, PROVENANCE, overview=seen)
     assert "<title>b: median inf</title>" in page
     assert 'cx="inf"' not in page and 'cx="-inf"' not in page
+
+
+def test_a_row_whose_lane_is_null_is_not_the_agents_on_either_page(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's rows on the page are the report's (Table.agent: lane "agent",
+    or no lane at all): a row whose lane is null is another's, on a large page
+    (counted in the grid) as on a small one (a square each)."""
+    rows = [*runs("t", "a", "RRFRRF"), {**row("t", "a", 9, resolved=True), "lane": None}]
+    table = Table.of(rows)
+    assert len(table.agent()) == 6
+    monkeypatch.setattr(overview, "DETAIL_CELLS", 5)
+    seen = overview_of(table, METRICS)
+    page = render_html(summarize(rows[:6]), seen.detailed, PROVENANCE, overview=seen)
+    counted = {(task, arm, kind): int(n) for kind, _, _, task, arm, n in SQUARE.findall(page)}
+    assert counted[("t", "a", "resolved")] == 4
+    monkeypatch.setattr(overview, "DETAIL_CELLS", 500)
+    small = render_html(summarize(rows[:6]), rows, PROVENANCE)
+    assert 'title="t-a-r1: ' in small and 'title="t-a-r9: ' not in small

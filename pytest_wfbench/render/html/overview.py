@@ -182,11 +182,14 @@ def overview_of(table: Table, metrics: Sequence[str]) -> Overview:
     outcomes = list(map(NAMES.__getitem__, places))
     task_of, arm_of, cell_of = table.obj("task"), table.obj("arm"), table.obj("cell_id")
     kept = table.kept
-    # The page's agent rows: lane "agent" or none (a kept row's own lane).
+    # The page's agent rows, as the report's (Table.agent): lane "agent", or no
+    # lane at all; a row whose lane is null (kept: it is listed) is another.
     lanes = list(gather(table.obj("lane"), positions))
+    unkept = np.ones(len(lanes), np.bool_)
     for k in kept_at:
-        lanes[k] = kept[positions[k]].get("lane")
-    agent = (np.fromiter(map(is_, lanes, repeat(None)), np.bool_, len(lanes))
+        lanes[k] = kept[positions[k]].get("lane", "agent")
+        unkept[k] = False
+    agent = ((np.fromiter(map(is_, lanes, repeat(None)), np.bool_, len(lanes)) & unkept)
              | equal(lanes, "agent"))
     # A kept row that is not listed (an audit or review row) is a projection.
     listed = sorted((i for i in (positions[k] for k in kept_at) if is_listed(kept[i])),

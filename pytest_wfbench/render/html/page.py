@@ -289,9 +289,10 @@ def build_page(summary: Summary, rows: Sequence[Row], provenance: Mapping[str, A
                read: ReadArtifact, overview: Overview | None = None) -> Page:
     """The page's model (see :class:`Page`): of every row given, or with an
     overview, of a large sweep (``rows`` then its listed rows to show whole)."""
-    ordered = sorted(rows, key=lambda r: (str(r.get("lane") or "agent") != "agent",
-                                          *row_order(r)))
-    agent = [r for r in ordered if (r.get("lane") or "agent") == "agent"]
+    # The agent's rows, as the report's (Table.agent): lane "agent", or no lane
+    # at all (a row whose lane is null is another).
+    ordered = sorted(rows, key=lambda r: (r.get("lane", "agent") != "agent", *row_order(r)))
+    agent = [r for r in ordered if r.get("lane", "agent") == "agent"]
     lane = [r for r in ordered if r.get("lane") == "tool-cost"]
     if overview is not None:  # every lane row, whether or not it is shown whole
         lane = sorted(overview.lane_rows, key=row_order)
