@@ -192,13 +192,8 @@ class LoggedLines:
     """The results file's, as the last entry records it."""
 
     @cached_property
-    def keys(self) -> list[bytes]:
-        """Each line's key (rowcache.line_key)."""
-        return self._field(0, 32)
-
-    @cached_property
     def key_blob(self) -> LineKeys:
-        """Each line's key, in one blob (no object per key)."""
+        """Each line's key (rowcache.line_key), in one blob (no object per key)."""
         import numpy as np  # a report's: the workers that write rows never load numpy
 
         table = np.frombuffer(self.entries, np.uint8).reshape(-1, ENTRY.size)

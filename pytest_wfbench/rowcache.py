@@ -191,12 +191,11 @@ def table_of_keys(out_dir: Path, keys: Iterable[bytes], fetch: Callable[[int], b
                   sweep_id: str | None, use: CacheUse | None,
                   located: Located | None = None) -> Table:
     """:func:`latest_table` of the lines of these keys, in order (``fetch``
-    gives the bytes of the line of an index the cache does not know). With the
-    lines ``located`` (and their keys at hand), the table keeps the listed agent
-    rows slim, and reads their whole rows there again when asked (Table.whole)."""
+    gives the bytes of the line of an index the cache does not know). Keys at
+    hand (LineKeys: the line log's) are found at once, others one by one; with
+    the lines ``located`` too, the table keeps the listed agent rows slim, and
+    reads their whole rows there again when asked (Table.whole)."""
     use = use if use is not None else CacheUse()
-    if isinstance(keys, list) and all(len(key) == KEY_SIZE for key in keys):
-        keys = LineKeys(b"".join(keys))
     ordered: Sequence[bytes]  # the keys of the lines that are rows
     table = Table(slim=located is not None and isinstance(keys, LineKeys))
     read = _read_cache(out_dir, table)

@@ -18,7 +18,8 @@ from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.stats import Interval, wilson_interval
 from pytest_wfbench.stats.medians import Column, Groups
 from pytest_wfbench.table import Table
-from pytest_wfbench.table.table import row_number, row_tokens
+from pytest_wfbench.table.frame import number_of
+from pytest_wfbench.table.table import row_tokens
 
 Row = dict[str, Any]
 
@@ -52,7 +53,7 @@ def metric(row: Mapping[str, Any], name: str) -> float | None:
     no number (or NaN), never an error."""
     if name == "tokens":
         return total_tokens(row)
-    value = row_number(row.get(name))
+    value = number_of(row.get(name))
     return None if value != value else value
 
 
@@ -62,7 +63,7 @@ def median_of(rows: Sequence[Row], name: str) -> float | None:
     if name == "tokens":
         present = [total_tokens(row) for row in rows]
     else:  # metric() inlined: a large sweep asks this of every row and metric
-        present = [value for row in rows if (value := row_number(row.get(name))) == value]
+        present = [value for row in rows if (value := number_of(row.get(name))) == value]
     if not rows or (name == "cost_usd" and len(present) < len(rows)):
         return None
     return statistics.median(present) if present else None

@@ -41,7 +41,9 @@ READ = (*OBJECTS, *FLAGS, *NUMBERS, "stage_ms", "identity")
 """The fields a frame reads of a row."""
 
 
-def _number(value: Any) -> float:
+def number_of(value: Any) -> float:
+    """A number field's value as the table holds it: NaN for null, a boolean
+    or what is no number."""
     if value is None or value is True or value is False:
         return NAN
     try:
@@ -68,7 +70,7 @@ def _numbers(column: list[Any]) -> bytes:
         with contextlib.suppress(OverflowError):  # an integer beyond a float64
             return array(NUMBER_TYPE,
                          [NAN if value is None else value for value in column]).tobytes()
-    return array(NUMBER_TYPE, map(_number, column)).tobytes()
+    return array(NUMBER_TYPE, map(number_of, column)).tobytes()
 
 
 def _flags(column: list[Any]) -> bytes:

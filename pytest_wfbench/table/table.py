@@ -22,7 +22,7 @@ from typing import Any
 
 from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.projection import PROJECTED
-from pytest_wfbench.table.frame import FLAG_TYPE, NUMBER_TYPE, Frame, _number, check, encode
+from pytest_wfbench.table.frame import FLAG_TYPE, NUMBER_TYPE, Frame, check, encode, number_of
 from pytest_wfbench.table.schema import (
     FLAGS,
     IDENTITY,
@@ -53,16 +53,10 @@ def _total(a: float, b: float, c: float, d: float) -> float:
         return math.inf if total > 0 else -math.inf
 
 
-def row_number(value: Any) -> float:
-    """A number field's value as the table holds it: NaN for null, a boolean
-    or what is no number."""
-    return _number(value)
-
-
 def row_tokens(row: Mapping[str, Any]) -> float:
     """A row's total of the usage fields, from the row itself, as the table
     totals it (:meth:`Table.tokens`): never an error, whatever the row holds."""
-    return _total(*(_number(row.get(name)) for name in USAGE_FIELDS))
+    return _total(*(number_of(row.get(name)) for name in USAGE_FIELDS))
 
 
 def _untimed(count: int) -> bytes:
