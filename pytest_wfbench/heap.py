@@ -45,3 +45,32 @@ def freeze_long_lived(items: int) -> None:
     walking 10,000 items at every full collection, pytest's final ones included.)"""
     if items >= FREEZE_FROM:
         gc.freeze()
+
+
+M_MMAP_THRESHOLD = -3
+"""glibc's ``mallopt`` parameter: the size from which a block is mapped on its own."""
+MAPPED_FROM = 128 * 1024
+"""glibc's own threshold, as a process starts."""
+_mapped: list[bool] = []
+
+
+def large_blocks_mapped() -> None:
+    """Have the C allocator map every block of MAPPED_FROM bytes or more on its
+    own, so that freeing it gives its memory back to the system at once.
+
+    glibc starts so, but raises the threshold to the size of each mapped block
+    freed (up to 32 MiB): once a report's read lets the line log go (10 MB at
+    100,000 rows), every column it grows afterwards (a list, an array, grown
+    by copying) lives in the heap, and the heap keeps what they leave behind:
+    some 13 MiB more at the peak of a report of 100,000 rows. Fixing the
+    threshold keeps glibc's starting one. Elsewhere (another C library, or none
+    to be found) this does nothing. Once a process is enough."""
+    if _mapped:
+        return
+    _mapped.append(True)
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        import ctypes  # only when asked: the workers that write rows never need it
+
+        libc = ctypes.CDLL(None)
+        if hasattr(libc, "gnu_get_libc_version"):
+            libc.mallopt(M_MMAP_THRESHOLD, MAPPED_FROM)

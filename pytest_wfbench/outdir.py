@@ -38,7 +38,7 @@ from pytest_wfbench.decisions import (
     candidate_pairs,
     decide,
 )
-from pytest_wfbench.heap import collector_paused, freeze_long_lived
+from pytest_wfbench.heap import collector_paused, freeze_long_lived, large_blocks_mapped
 from pytest_wfbench.lanes.report import render_lanes
 from pytest_wfbench.readback import results_table
 from pytest_wfbench.render.html import HtmlReport, html_available, large, write_html_report
@@ -208,6 +208,7 @@ def build_report(out_dir: Path, *, baseline_arm: str | None = None,
     read one at a time and kept as their projections (listed rows whole: see
     :mod:`pytest_wfbench.projection`), through the out dir's row cache
     (:mod:`pytest_wfbench.rowcache`, which ``use`` reports on)."""
+    large_blocks_mapped()  # what the rows' reading frees goes back to the system
     with collector_paused():  # rows hold no cycle: see pytest_wfbench.heap
         report = _build_report(out_dir, baseline_arm, use)
         freeze_long_lived(len(report.table.positions))  # a report lives as long as its process

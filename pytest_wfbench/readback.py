@@ -24,19 +24,21 @@ def results_table(out_dir: Path, results: Path, sweep_id: str | None,
     """:func:`pytest_wfbench.rowcache.latest_table` of the results file's lines."""
     logged = logged_lines(out_dir, results)
     if logged is not None:
+        offsets, keys, lengths = logged.offsets, logged.key_blob, logged.lengths
+        del logged
+        forget_logged_lines()  # the report reads the log last: the rest of it (its
+        # entries, each line's cell) goes before the rows come
         with contextlib.suppress(_Changed, OSError), results.open("rb") as stream:
-            offsets, keys = logged.offsets, logged.key_blob
 
             def fetch(index: int) -> bytes:
                 stream.seek(offsets[index])
-                line = stream.read(logged.lengths[index])
+                line = stream.read(lengths[index])
                 if line_key(line) != keys[index]:
                     raise _Changed(index)
                 return line
 
             table = table_of_keys(out_dir, keys, fetch, sweep_id, use,
-                                  located=(results, offsets, logged.lengths))
-            forget_logged_lines()  # the report reads it last: its memory goes
+                                  located=(results, offsets, lengths))
             if use is not None:
                 use.logged = True
             return table

@@ -93,6 +93,28 @@ def test_the_row_writers_log_every_line_and_a_report_takes_their_keys(tmp_path: 
     assert report.files["report.md"] == unlogged_report(out)
 
 
+def test_the_report_lets_the_log_go_before_it_reads_the_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a report keeps of the log is each line's key, start and length: its
+    entries and each line's cell (some 16 MB at 100,000 lines) are let go before
+    the rows are read, not after (the read is the report's peak of memory)."""
+    out = written(tmp_path / "out")
+    assert cells_without_rows(out, SWEEP, []) == []  # the sweep's end reads the log first
+    assert linelog._last and "cells" in vars(linelog._last[0])
+    held = []
+    table_of_keys = rowcache.table_of_keys  # what readback calls
+
+    def reading(*args: object, **kwargs: object) -> object:
+        held.append(list(linelog._last))
+        return table_of_keys(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(readback, "table_of_keys", reading)
+    use = CacheUse()
+    report = build_report(out, use=use)
+    assert use.logged and held == [[]]
+    assert report.rows() == as_the_file_says(out)
+
+
 def wait_for_the_clock(out: Path, change: bytes) -> None:
     """Write ``change`` over results.jsonl, in place, until the file's state is
     not the one its log records (the file system's clock ticks every few ms:
