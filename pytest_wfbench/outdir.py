@@ -274,12 +274,12 @@ def promotion_evidence(table: Table, positions: Sequence[int], summary: Summary,
     incumbent: the gate (decisions/) on these rows, with the policy the sweep
     was given and the digests that determine it, dated by the sweep's end (so a
     re-render says the same)."""
-    arm_of = table.obj("arm")
-    pairs = candidate_pairs({str(arm_of[i]) for i in positions})
+    arms = list(map(str, gather(table.obj("arm"), positions)))
+    pairs = candidate_pairs(set(arms))
     if not pairs:
         return []
     wanted = {arm for pair in pairs for arm in pair}
-    rows = table.rows([i for i in positions if str(arm_of[i]) in wanted])
+    rows = table.rows([i for i, arm in zip(positions, arms, strict=True) if arm in wanted])
     settings = record.get("settings") or {}
     policy = PromotionPolicy(**(settings.get("promotion") or {}))
     sessions = record.get("sessions") or [{}]

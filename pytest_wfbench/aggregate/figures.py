@@ -17,7 +17,7 @@ import numpy as np
 from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.stats import Interval, wilson_interval
 from pytest_wfbench.stats.medians import Column, Groups
-from pytest_wfbench.table import Table
+from pytest_wfbench.table import Table, gather
 from pytest_wfbench.table.frame import number_of
 from pytest_wfbench.table.table import row_tokens
 
@@ -169,27 +169,30 @@ def task_arm(rows: Iterable[Row], task: str, arm: str) -> TaskArm:
 def counted_at(table: Table, members: Sequence[int]) -> list[int]:
     """The rows among these that ran and are counted (in medians and resolve
     rates), in their order."""
-    status, counted_flag = table.obj("status"), table.flag("counted")
-    return [i for i in members if status[i] == "ran" and counted_flag[i] == 1]
+    status, counted_flag = table.texts("status"), table.flag("counted")
+    codes, ran = status.codes, status.code("ran")
+    return [i for i in members if codes[i] == ran and counted_flag[i] == 1]
 
 
 def task_arm_at(table: Table, members: Sequence[int], task: str, arm: str,
                 medians: dict[str, float | None] | None = None) -> TaskArm:
     """:func:`task_arm` of these rows of the table, in row_order (``medians``:
     those of its counted rows, when already taken with other groups')."""
-    status, counted_flag = table.obj("status"), table.flag("counted")
+    status, counted_flag = table.texts("status"), table.flag("counted")
     resolved_flag, error_kind = table.flag("resolved"), table.obj("error_kind")
-    ran = [i for i in members if status[i] == "ran"]
+    codes, skipped = status.codes, status.code("skipped")
+    ran_code = status.code("ran")
+    ran = [i for i in members if codes[i] == ran_code]
     counted = counted_at(table, ran)
     run = table.number("run")
     return TaskArm(
         task=task, task_class=table.obj("class")[members[0]] if members else None, arm=arm,
         attempts=len(ran), valid=len(counted),
         resolved=sum(1 for i in counted if resolved_flag[i] == 1),
-        skipped=sum(1 for i in members if status[i] == "skipped"),
+        skipped=sum(1 for i in members if codes[i] == skipped),
         excluded=[table.row(i) for i in ran if counted_flag[i] != 1],
-        error_counts=dict(sorted(Counter(str(error_kind[i]) for i in ran
-                                         if error_kind[i]).items())),
+        error_counts=dict(sorted(Counter(str(kind) for kind in gather(error_kind, ran)
+                                         if kind).items())),
         medians=medians_at(table, counted) if medians is None else medians,
         counted_runs=[shared_run(run_number(run[i]), resolved_flag[i] == 1) for i in counted],
     )

@@ -24,7 +24,7 @@ from pytest_wfbench.aggregate.savings import (
     task_saving,
 )
 from pytest_wfbench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval, wilson_interval
-from pytest_wfbench.table import Table
+from pytest_wfbench.table import Table, gather
 
 DEFAULT_BASELINE = "baseline"
 
@@ -106,10 +106,10 @@ def summarize_table(table: Table, positions: Sequence[int], baseline_arm: str | 
                     settings: Settings | None = None) -> Summary:
     """:func:`summarize` of these rows of the table."""
     settings = settings or Settings()
-    task_of, arm_of = table.obj("task"), table.obj("arm")
+    tasks_at, arms_at = gather(table.obj("task"), positions), gather(table.obj("arm"), positions)
     groups: dict[tuple[str, str], list[int]] = {}
-    for i in positions:
-        key = (str(task_of[i]), str(arm_of[i]))
+    for i, task, arm in zip(positions, tasks_at, arms_at, strict=True):
+        key = (str(task), str(arm))
         group = groups.get(key)
         if group is None:
             groups[key] = [i]
@@ -147,13 +147,14 @@ def summarize_table(table: Table, positions: Sequence[int], baseline_arm: str | 
                         for t in tasks for arm in arms
                         if arm != baseline and (t, arm) in cells and (t, baseline) in cells
                         and cells[(t, arm)].valid and cells[(t, baseline)].valid]
-    status = table.obj("status")
+    status = table.texts("status")
+    codes, skipped = status.codes, status.code("skipped")
     return Summary(
         cells=[cells[(t, a)] for t in tasks for a in arms if (t, a) in cells],
         arms=summaries, baseline_arm=baseline or None, task_savings=task_savings,
         savings=overall, comparisons=comparisons,
         skipped=[table.row(i) for group in per_cell.values() for i in group
-                 if status[i] == "skipped"],
+                 if codes[i] == skipped],
         rows=len(positions), settings=settings,
     )
 

@@ -2,7 +2,8 @@
 frames the row cache stores them in. Pure.
 
 A report of 100,000 rows holds each row's scalars in columns (about 0.4 KB a
-row: numbers as float64, strings shared) instead of the rows, and the rows it
+row: numbers as float64, strings that repeat as codes into their values, see
+:mod:`pytest_wfbench.table.texts`) instead of the rows, and the rows it
 lists one by one as the fields it reads of them (the page's few detailed cells
 read again whole); see :mod:`pytest_wfbench.table.schema`.
 """

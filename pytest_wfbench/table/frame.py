@@ -33,7 +33,9 @@ from pytest_wfbench.table.schema import (
 
 Row = dict[str, Any]
 Frame = tuple[Any, ...]
-SHARED = frozenset(OBJECTS) - {"cell_id"}
+UNSHARED = "cell_id"
+"""The one field of OBJECTS each row has its own of."""
+SHARED = frozenset(OBJECTS) - {UNSHARED}
 """Strings shared from row to row: interned (marshal writes each once a frame)."""
 FLAG_TYPE, NUMBER_TYPE = "b", "d"
 FLAG_BYTES = frozenset(array(FLAG_TYPE, [NO_FLAG, 0, 1]).tobytes())

@@ -2,7 +2,8 @@
 
 A report reads about 40 fields of most rows, all of them scalars, and every field
 only of the rows it lists one by one. So the table holds the scalars of every
-row in columns: strings as shared references, flags as one byte, numbers as
+row in columns: cell ids as a list, other strings as codes into their values
+(:mod:`pytest_wfbench.table.texts`), flags as one byte, numbers as
 float64 (integers are exact in a float64 up to 2**53), stage times one column per
 stage. The rows the report lists (excluded runs, skipped cells, suspicious wins,
 harness errors, kept workspaces, the tool-cost lanes), the audit's and the
@@ -30,7 +31,7 @@ Row = dict[str, Any]
 OBJECTS = ("cell_id", "sweep_id", "task", "class", "arm", "status", "lane", "error_kind",
            "oracle_judged_by", "model", "effort", "arm_kind", "overlay_digest",
            "skills_fingerprint")
-"""Fields held as they are (strings, shared from row to row but for cell_id)."""
+"""Fields held as they are: cell_id in a list, the others as codes (Texts)."""
 FLAGS = ("resolved", "counted", "reused", "review_scored", "authored_tests_passed",
          "oracle_passed")
 """Booleans (or null), held as one byte each: NO_FLAG, 0 or 1."""

@@ -18,11 +18,19 @@ from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import accumulate, chain
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.projection import PROJECTED
-from pytest_wfbench.table.frame import FLAG_TYPE, NUMBER_TYPE, Frame, check, encode, number_of
+from pytest_wfbench.table.frame import (
+    FLAG_TYPE,
+    NUMBER_TYPE,
+    UNSHARED,
+    Frame,
+    check,
+    encode,
+    number_of,
+)
 from pytest_wfbench.table.schema import (
     FLAGS,
     IDENTITY,
@@ -34,6 +42,7 @@ from pytest_wfbench.table.schema import (
     slim,
     slimmable,
 )
+from pytest_wfbench.table.texts import Texts
 
 Row = dict[str, Any]
 FLAG_VALUES = {NO_FLAG: None, 0: False, 1: True}
@@ -66,6 +75,8 @@ def _untimed(count: int) -> bytes:
 
 def gather(column: Sequence[Any], positions: Sequence[int]) -> tuple[Any, ...]:
     """The column's values at these positions (none for none)."""
+    if isinstance(column, Texts):
+        return column.at(positions)
     if len(positions) > 1:
         return itemgetter(*positions)(column)  # type: ignore[no-any-return]
     return tuple(column[i] for i in positions)
@@ -87,8 +98,10 @@ class Table:
         self.read_whole: Callable[[Sequence[int]], list[Row | None]] | None = None
         """Slim rows' whole rows, read again (None where one is not there any more)."""
         self.size = 0
-        self.objects: dict[str, list[Any]] = {name: [] for name in OBJECTS}
-        self.identity: dict[str, list[Any]] = {part: [] for part in IDENTITY}
+        self.objects: dict[str, Sequence[Any]] = {
+            name: [] if name == UNSHARED else Texts() for name in OBJECTS}
+        """The cell ids as a list (each its own), the other fields as Texts."""
+        self.identity: dict[str, Texts] = {part: Texts() for part in IDENTITY}
         self.flags: dict[str, array[int]] = {name: array(FLAG_TYPE) for name in FLAGS}
         self.numbers: dict[str, array[float]] = {name: array(NUMBER_TYPE) for name in NUMBERS}
         self.stages: dict[str, array[float]] = {}
@@ -118,10 +131,16 @@ class Table:
         if not checked:
             return []
         bases = list(accumulate((frame[0] for frame in checked[:-1]), initial=self.size))
-        for k, name in enumerate(OBJECTS):
-            self.objects[name] += chain.from_iterable(frame[2][k] for frame in checked)
-        for k, part in enumerate(IDENTITY):
-            self.identity[part] += chain.from_iterable(frame[3][k] for frame in checked)
+        for k, values in enumerate(self.objects.values()):
+            if isinstance(values, Texts):
+                for frame in checked:
+                    values.extend(frame[2][k])
+            else:
+                cast(list[Any], values).extend(
+                    chain.from_iterable(frame[2][k] for frame in checked))
+        for k, texts in enumerate(self.identity.values()):
+            for frame in checked:
+                texts.extend(frame[3][k])
         for k, name in enumerate(FLAGS):
             self.flags[name].frombytes(b"".join(frame[4][k] for frame in checked))
         for k, name in enumerate(NUMBERS):
@@ -150,9 +169,8 @@ class Table:
     def frame(self, positions: Sequence[int], keys: Sequence[bytes] = ()) -> Frame:
         """The frame of these rows (with their lines' keys): what encode() gives
         of their rows, gathered from the columns."""
-        objects = tuple(tuple(column[i] for i in positions) for column in self.objects.values())
-        identity = tuple(tuple(column[i] for i in positions)
-                         for column in self.identity.values())
+        objects = tuple(gather(column, positions) for column in self.objects.values())
+        identity = tuple(gather(column, positions) for column in self.identity.values())
         flags = tuple(array(FLAG_TYPE, [column[i] for i in positions]).tobytes()
                       for column in self.flags.values())
         numbers = tuple(array(NUMBER_TYPE, [column[i] for i in positions]).tobytes()
@@ -170,8 +188,17 @@ class Table:
 
     # ---------------------------------------------------------------- readers
 
-    def obj(self, name: str) -> list[Any]:
+    def obj(self, name: str) -> Sequence[Any]:
+        """A field's column: the cell ids a list, another field Texts (whose
+        codes the readers of every row compare: Texts.code)."""
         return self.objects[name]
+
+    def texts(self, name: str) -> Texts:
+        """A field's column of shared values (any but cell_id)."""
+        column = self.objects[name]
+        if not isinstance(column, Texts):
+            raise TypeError(f"{name} is no column of shared values")
+        return column
 
     def flag(self, name: str) -> array[int]:
         """Codes: NO_FLAG (null), 0, 1."""
@@ -259,7 +286,8 @@ class Table:
     def agent(self, positions: Sequence[int] | None = None) -> list[int]:
         """The positions of the agent lane's rows: lane "agent", or none (a row
         whose lane is null is another: it is kept whole, and says so)."""
-        lane, kept = self.objects["lane"], self.kept
+        lane, kept = self.texts("lane"), self.kept
+        codes, agent, null = lane.codes, lane.code("agent"), lane.code(None)
         return [i for i in (self.positions if positions is None else positions)
-                if lane[i] == "agent" or (lane[i] is None and (
+                if codes[i] == agent or (codes[i] == null and (
                     i not in kept or kept[i].get("lane", "agent") == "agent"))]
