@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ from pytest_wfbench.cachefile import (
 from pytest_wfbench.projection import project
 from pytest_wfbench.table import Frame, Table, gather
 from pytest_wfbench.table.frame import Record, encode_records, record_of
+from pytest_wfbench.table.table import POSITION_TYPE
 
 __all__ = ["BATCH", "CACHE", "KEY_SIZE", "MAGIC", "READ_BATCH", "REWRITE_BATCH",
            "REWRITE_SHARE", "TAG", "CacheUse", "CachedRows", "LineKeys", "Located",
@@ -149,7 +151,7 @@ class _Parsed:
         return self.frames
 
 
-def _latest(table: Table, positions: list[int], sweep_id: str | None) -> list[int]:
+def _latest(table: Table, positions: list[int], sweep_id: str | None) -> array[int]:
     """Of these rows, the last of each cell (of the sweep; of every sweep when
     None), in the order cells first appeared."""
     if sweep_id is not None and positions:
@@ -158,7 +160,7 @@ def _latest(table: Table, positions: list[int], sweep_id: str | None) -> list[in
             positions = [position for position, sweep in zip(positions, sweeps, strict=True)
                          if sweep == sweep_id]
     cells = gather(table.objects["cell_id"], positions)
-    return list(dict(zip(map(str, cells), positions, strict=True)).values())
+    return array(POSITION_TYPE, dict(zip(map(str, cells), positions, strict=True)).values())
 
 
 Located = tuple[Path, Sequence[int], Sequence[int]]

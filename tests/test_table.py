@@ -49,7 +49,7 @@ def test_a_tables_rows_are_the_rows_projections() -> None:
     rng = random.Random(2)
     rows = [agent_row(rng, f"t{i % 3}", "workflow", i) for i in range(80)] + odd_rows()
     table = Table.of(rows)
-    assert table.positions == list(range(len(rows)))
+    assert list(table.positions) == list(range(len(rows)))
     for index, original in enumerate(rows):
         projection = project(original)
         assert table.row(index) == projection

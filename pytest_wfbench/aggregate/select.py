@@ -6,6 +6,7 @@ of every row, several times, and a loop took some 30 ms each time."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from itertools import compress, count, repeat
 from operator import eq
@@ -22,6 +23,10 @@ Mask = npt.NDArray[np.bool_]
 
 
 def positions_of(positions: Sequence[int]) -> Positions:
+    """The positions as numpy's (a table's own, an array, without a copy: read only)."""
+    if isinstance(positions, array) and positions.itemsize == np.dtype(np.intp).itemsize \
+            and positions.typecode in "lq":
+        return np.frombuffer(positions, np.intp)
     return np.fromiter(positions, np.intp, len(positions))
 
 

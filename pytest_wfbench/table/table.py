@@ -46,6 +46,7 @@ from pytest_wfbench.table.texts import Texts
 
 Row = dict[str, Any]
 FLAG_VALUES = {NO_FLAG: None, 0: False, 1: True}
+POSITION_TYPE = "q"
 
 
 def _count(value: float) -> int:
@@ -108,14 +109,15 @@ class Table:
         """Stage name -> ms, NaN where the row did not time it."""
         self.kept: dict[int, Row] = {}
         """Index -> the row's projection, for the rows kept whole (schema.kept)."""
-        self.positions: list[int] = []
+        self.positions: array[int] = array(POSITION_TYPE)
+        """The rows the report is about, by index (an array: no object a row)."""
 
     @classmethod
     def of(cls, rows: Iterable[Row]) -> Table:
         """A table of these rows, every one of them, in this order."""
         table = cls()
         table.append(encode(list(rows)))
-        table.positions = list(range(table.size))
+        table.positions = array(POSITION_TYPE, range(table.size))
         return table
 
     def append(self, frame: Frame) -> int:
