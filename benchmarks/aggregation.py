@@ -280,10 +280,13 @@ def aggregation_targets(shapes: dict[str, dict[str, Any]], rows: int) -> list[Ta
 
 
 def memory_per_row(shapes: dict[str, dict[str, Any]]) -> Target | None:
-    """What a report's peak memory grows by, per row: between the two shapes
+    """What a report's own peak memory grows by, per row: between the two shapes
     of the most and the fewest rows with the same arms and runs (more tasks),
-    against the figures' own inputs (each row's numbers, flags and stage times,
-    as the table's columns hold them: exact medians need every value)."""
+    the growth of its peak RSS over the RSS before it began (the interpreter,
+    the page's template and the selected cells' list, which the controller
+    holds whether it reports or not), against the figures' own inputs (each
+    row's numbers, flags and stage times, as the table's columns hold them:
+    exact medians need every value)."""
     from pytest_wfbench.table.schema import FLAGS, NUMBERS
 
     by_runs: dict[str, list[dict[str, Any]]] = {}
@@ -295,15 +298,19 @@ def memory_per_row(shapes: dict[str, dict[str, Any]]) -> Target | None:
         return None
     small, large = pairs[0][0], pairs[0][-1]
     rows = int(large["rows"]) - int(small["rows"])
-    grown = large["session_end"]["peak_rss_mib"] - small["session_end"]["peak_rss_mib"]
+    peaks = [data["session_end"]["peak_rss_mib"] for data in (small, large)]
+    befores = [data["session_end"].get("rss_before_mib", 0.0) for data in (small, large)]
+    grown = (peaks[1] - befores[1]) - (peaks[0] - befores[0])
     stages = len(STAGES)
     floor = ((len(NUMBERS) + stages) * 8 + len(FLAGS)) / 1024
     return Target(
         key="aggregate_memory_per_row", value=grown * 1024 / rows, limit=floor, unit="KB",
         informational=True,
         target=f"peak memory of the report per row ({small['shape']} -> {large['shape']})",
-        measured=f"peak RSS {small['session_end']['peak_rss_mib']:.0f} -> "
-                 f"{large['session_end']['peak_rss_mib']:.0f} MiB over {rows:,} more rows; "
+        measured=f"peak RSS {peaks[0]:.0f} -> {peaks[1]:.0f} MiB, of which the report's "
+                 f"own (the peak less the RSS before it began) {peaks[0] - befores[0]:.0f} -> "
+                 f"{peaks[1] - befores[1]:.0f} MiB, over {rows:,} more rows "
+                 f"({(peaks[1] - peaks[0]) * 1024 / rows:.2f} KB a row with the RSS before); "
                  f"the limit is the figures' own inputs, {len(NUMBERS)} numbers, "
                  f"{len(FLAGS)} flags and {stages} stage times a row")
 

@@ -52,19 +52,23 @@ def test_the_table_shows_every_target_with_its_verdict() -> None:
 
 
 def test_the_reports_memory_per_row_is_its_peaks_growth_over_the_rows() -> None:
-    """Between the shapes of the same arms and runs: (peak - peak) / rows, in KB,
-    shown beside the figures' own inputs (not a target)."""
-    def shape(tasks: int, peak: float) -> dict[str, object]:
+    """Between the shapes of the same arms and runs: the growth of the report's
+    own peak (peak RSS less the RSS before it began) / rows, in KB, shown beside
+    the figures' own inputs (not a target), with the peaks themselves."""
+    def shape(tasks: int, peak: float, before: float) -> dict[str, object]:
         return {"shape": f"{tasks} tasks", "rows": tasks * 1000,
-                "session_end": {"peak_rss_mib": peak}}
+                "session_end": {"peak_rss_mib": peak, "rss_before_mib": before}}
 
-    growth = memory_per_row({"10x4x250": shape(10, 90.0), "100x4x250": shape(100, 180.0),
-                             "1000x4x25": shape(100, 999.0)})
+    growth = memory_per_row({"10x4x250": shape(10, 90.0, 50.0),
+                             "100x4x250": shape(100, 180.0, 60.0),
+                             "1000x4x25": shape(100, 999.0, 60.0)})
     assert growth is not None and growth.informational and growth.unit == "KB"
-    assert growth.value == pytest.approx(90 * 1024 / 90_000)
-    assert growth.shown() == "1.02 KB" and growth.verdict() == "(not a target)"
+    assert growth.value == pytest.approx(80 * 1024 / 90_000)
+    assert growth.shown() == "0.91 KB" and growth.verdict() == "(not a target)"
+    assert "peak RSS 90 -> 180 MiB" in growth.measured and "40 -> 120 MiB" in growth.measured
+    assert "1.02 KB a row with the RSS before" in growth.measured
     assert 0.1 < growth.limit < 0.5  # a row's numbers, flags and stage times
-    assert memory_per_row({"10x4x250": shape(10, 90.0)}) is None
+    assert memory_per_row({"10x4x250": shape(10, 90.0, 50.0)}) is None
 
 
 def test_session_lengths_sum_to_s_and_are_ten_times_apart() -> None:
