@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_wfbench.aggregate.spend import spend_lines
 from pytest_wfbench.audit.report import audit_tasks
 from pytest_wfbench.cells import AnyCell, ScenarioCell
 from pytest_wfbench.control.start import close_session
@@ -20,7 +21,6 @@ from pytest_wfbench.lanes.report import render_lanes_terminal
 from pytest_wfbench.outdir import (
     OutDirReport,
     partial_state,
-    spend_lines,
     write_report,
 )
 from pytest_wfbench.render.html import HtmlReport, prepare_html

@@ -11,22 +11,16 @@ renders the report one machine would have.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from pytest_wfbench.aggregate import Summary, summarize_table
 from pytest_wfbench.aggregate.select import (
     equal,
-    field_is,
     flag_at,
-    grouped,
     picked,
     positions_of,
 )
@@ -348,47 +342,3 @@ def partial_state(out_dir: Path) -> str | None:
         return None
     reason = state_reason(record)
     return STATE_LINES.get(state, state) + (f" ({reason})" if reason else "")
-
-
-def exact_sum(values: Iterable[float]) -> float:
-    """math.fsum's sum of the values, rounded once; a sum past the largest float
-    (counts of 1e308, which fsum refuses) infinite, as the table's totals are."""
-    values = list(values)
-    try:
-        return math.fsum(values)
-    except OverflowError:
-        return sum(values)
-
-
-def spend_lines(table: Table) -> list[str]:
-    """What the sweep spent, per arm and in all: tokens, and cost where measured
-    (each an exact sum, math.fsum's, of the fresh cells' figures, a null as 0)."""
-    positions = table.positions
-    at = positions_of(positions)
-    fresh = field_is(table, "status", positions, "ran") & (flag_at(table, "reused", at) != 1)
-    by_arm = grouped(list(map(str, gather(table.obj("arm"), positions))), at, fresh)
-    usage = [np.frombuffer(table.number(key), np.float64) for key in (
-        "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-        "output_tokens")]
-    cost_column = np.frombuffer(table.number("cost_usd"), np.float64)
-
-    def known_at(column: npt.NDArray[np.float64], members: list[int]) -> list[float]:
-        values = column[members]
-        found: list[float] = values[~np.isnan(values)].tolist()  # null: left out
-        return found
-
-    per_arm: dict[str, list[float]] = {}
-    cost_known: dict[str, bool] = {}
-    for arm, members in by_arm.items():
-        costs = known_at(cost_column, members)
-        per_arm[arm] = [exact_sum(exact_sum(known_at(column, members)) for column in usage),
-                        exact_sum(costs)]
-        cost_known[arm] = bool(costs)
-    if not any(tokens for tokens, _ in per_arm.values()):
-        return []
-    parts = [f"{arm} {tokens:,.0f} tokens" + (f" ${cost:,.4f}" if cost_known.get(arm) else "")
-             for arm, (tokens, cost) in sorted(per_arm.items())]
-    total_tokens = sum(tokens for tokens, _ in per_arm.values())
-    total_cost = sum(cost for _, cost in per_arm.values())
-    return [f"wfbench spend: {'; '.join(parts)}; sweep {total_tokens:,.0f} tokens "
-            f"${total_cost:,.4f}"]

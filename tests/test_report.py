@@ -201,7 +201,7 @@ def test_the_spend_lines_are_the_exact_sums_of_the_fresh_cells() -> None:
     summed exactly (math.fsum); reused and skipped cells spent nothing here."""
     import math
 
-    from pytest_wfbench.outdir import spend_lines
+    from pytest_wfbench.aggregate.spend import spend_lines
     from pytest_wfbench.table import Table
 
     rng = random.Random(11)

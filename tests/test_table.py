@@ -306,7 +306,7 @@ def test_the_cache_is_never_written_through_a_planted_link(tmp_path: Path) -> No
 
 
 def test_the_spend_line_sums_each_arms_fresh_cells() -> None:
-    from pytest_wfbench.outdir import spend_lines
+    from pytest_wfbench.aggregate.spend import spend_lines
 
     rows = [row("t", "a", 1, input_tokens=1000, output_tokens=234, cost_usd=0.1),
             row("t", "a", 2, input_tokens=None, output_tokens=66, cost_usd=0.2),
