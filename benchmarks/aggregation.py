@@ -61,7 +61,6 @@ def build(out: Path) -> dict[str, Any]:
     from pytest_wfbench import outdir
     from pytest_wfbench.audit.report import DEFAULT_MIN_KILL_RATE
     from pytest_wfbench.finish import Finished, terminal_lines
-    from pytest_wfbench.heap import large_blocks_mapped
     from pytest_wfbench.redact import Redactor
     from pytest_wfbench.render.html import html_available, prepare_html
     from pytest_wfbench.rowcache import CacheUse
@@ -71,7 +70,6 @@ def build(out: Path) -> dict[str, Any]:
         raise RuntimeError("the aggregation benchmark needs Jinja2 (the html extra): a "
                            "sweep's end writes report.html with it")
     prepare_html()
-    large_blocks_mapped()  # as finish_sweep does first
     selected = json.loads((out / SELECTED).read_text())
     sweep_id = json.loads((out / "sweep.json").read_text())["sweep_id"]
     before = _rss_mib()

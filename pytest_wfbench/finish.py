@@ -16,7 +16,6 @@ from pytest_wfbench.audit.report import audit_tasks
 from pytest_wfbench.cells import AnyCell, ScenarioCell
 from pytest_wfbench.control.start import close_session
 from pytest_wfbench.control.stop import ABORTED, CANCELLED, request_stop, stop_of
-from pytest_wfbench.heap import large_blocks_mapped
 from pytest_wfbench.lanes.report import render_lanes_terminal
 from pytest_wfbench.outdir import (
     OutDirReport,
@@ -88,7 +87,6 @@ def record_unrun_cells(sweep: Sweep, selected: dict[str, str], failed: set[str])
 
 def finish_sweep(sweep: Sweep, session: pytest.Session, selected: dict[str, str],
                  failed: set[str]) -> Finished:
-    large_blocks_mapped()  # what the rows' reading frees goes back to the system
     record_unrun_cells(sweep, selected, failed)
     sweep.store.flush_cache()  # the rows this process wrote (no worker, or the unrun cells)
     sweep.store.compact()

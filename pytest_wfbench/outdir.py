@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_wfbench.aggregate import Summary, summarize_table
+from pytest_wfbench.aggregate.health import arm_health_at
 from pytest_wfbench.aggregate.select import (
     equal,
     flag_at,
@@ -26,13 +27,15 @@ from pytest_wfbench.aggregate.select import (
 )
 from pytest_wfbench.audit.report import DEFAULT_MIN_KILL_RATE, audit_section
 from pytest_wfbench.decisions import (
+    GATE_FIELDS,
     Digests,
     PromotionContext,
     PromotionPolicy,
     candidate_pairs,
     decide,
 )
-from pytest_wfbench.heap import collector_paused, freeze_long_lived, large_blocks_mapped
+from pytest_wfbench.fields import USAGE_FIELDS
+from pytest_wfbench.heap import collector_paused, columns_growing, freeze_long_lived
 from pytest_wfbench.lanes.report import render_lanes
 from pytest_wfbench.readback import results_table
 from pytest_wfbench.render.html import HtmlReport, html_available, large, write_html_report
@@ -202,7 +205,6 @@ def build_report(out_dir: Path, *, baseline_arm: str | None = None,
     read one at a time and kept as their projections (listed rows whole: see
     :mod:`pytest_wfbench.projection`), through the out dir's row cache
     (:mod:`pytest_wfbench.rowcache`, which ``use`` reports on)."""
-    large_blocks_mapped()  # what the rows' reading frees goes back to the system
     with collector_paused():  # rows hold no cycle: see pytest_wfbench.heap
         report = _build_report(out_dir, baseline_arm, use)
         freeze_long_lived(len(report.table.positions))  # a report lives as long as its process
@@ -219,7 +221,8 @@ def audit_rows(table: Table) -> list[dict[str, Any]]:
 
 def _build_report(out_dir: Path, baseline_arm: str | None, use: CacheUse | None) -> OutDirReport:
     record = read_json(out_dir / SWEEP) or {}
-    table = results_table(out_dir, out_dir / RESULTS, record.get("sweep_id"), use)
+    with columns_growing():
+        table = results_table(out_dir, out_dir / RESULTS, record.get("sweep_id"), use)
     environment = read_json(out_dir / ENVIRONMENT)
     settings = record.get("settings") or {}
     baseline = baseline_arm if baseline_arm is not None else settings.get("baseline_arm")
@@ -248,6 +251,8 @@ def _build_report(out_dir: Path, baseline_arm: str | None, use: CacheUse | None)
     return report
 
 
+DIGEST_FIELDS = ("overlay_digest", "skills_fingerprint", "model", "effort", "identity")
+"""What the promotion evidence's digests read of a row."""
 GATE_STATES = {COMPLETE: "complete", CANCELLED: "cancelled"}
 """The gate's sweep states; anything else that stopped a sweep early (the
 outage breaker, the budget, a dead process) is an aborted sweep to it."""
@@ -273,9 +278,13 @@ def promotion_evidence(table: Table, positions: Sequence[int], summary: Summary,
     if not pairs:
         return []
     wanted = {arm for pair in pairs for arm in pair}
-    rows = table.rows([i for i, arm in zip(positions, arms, strict=True) if arm in wanted])
     settings = record.get("settings") or {}
     policy = PromotionPolicy(**(settings.get("promotion") or {}))
+    # What the gate and the digests read of each row (the figures are the summary's).
+    chosen = [i for i, arm in zip(positions, arms, strict=True) if arm in wanted]
+    rows = table.fields([*GATE_FIELDS, *(USAGE_FIELDS if policy.metric == "tokens"
+                                         else (policy.metric,)), *DIGEST_FIELDS], chosen)
+    figures = {(cell.task, cell.arm): cell for cell in summary.cells}
     sessions = record.get("sessions") or [{}]
     ended = sessions[-1].get("finished_at") or sessions[-1].get("started_at")
     now = (datetime.fromisoformat(str(ended).replace("Z", "+00:00")) if ended
@@ -295,10 +304,11 @@ def promotion_evidence(table: Table, positions: Sequence[int], summary: Summary,
             model=next((str(r["model"]) for r in own if r.get("model")), None),
             effort=next((str(r["effort"]) for r in own if r.get("effort")), None),
             harness_version=str(record.get("harness_version")))
-        health = {arm: summary.health[arm] for arm in (candidate, incumbent)
-                  if arm in summary.health}
+        health = {arm: summary.health[arm] if arm in summary.health else arm_health_at(
+            table, [i for i, of in zip(positions, arms, strict=True) if of == arm]).status
+            for arm in (candidate, incumbent)}
         context = PromotionContext(state, digests, now, health)  # type: ignore[arg-type]
-        evidence.append(decide(own, candidate, incumbent, policy, context))
+        evidence.append(decide(own, candidate, incumbent, policy, context, figures))
     return evidence
 
 

@@ -20,6 +20,7 @@ from pytest_wfbench.stats.medians import Column, Groups
 from pytest_wfbench.table import Table, gather
 from pytest_wfbench.table.frame import number_of
 from pytest_wfbench.table.table import row_tokens
+from pytest_wfbench.table.texts import Texts
 
 Row = dict[str, Any]
 
@@ -191,11 +192,22 @@ def task_arm_at(table: Table, members: Sequence[int], task: str, arm: str,
         resolved=sum(1 for i in counted if resolved_flag[i] == 1),
         skipped=sum(1 for i in members if codes[i] == skipped),
         excluded=[table.row(i) for i in ran if counted_flag[i] != 1],
-        error_counts=dict(sorted(Counter(str(kind) for kind in gather(error_kind, ran)
-                                         if kind).items())),
+        error_counts=_error_counts(error_kind, ran),
         medians=medians_at(table, counted) if medians is None else medians,
         counted_runs=[shared_run(run_number(run[i]), resolved_flag[i] == 1) for i in counted],
     )
+
+
+def _error_counts(error_kind: Sequence[Any], ran: Sequence[int]) -> dict[str, int]:
+    """How many of these rows have each error kind (by its text; none: left out)."""
+    counts: Counter[str] = Counter()
+    if isinstance(error_kind, Texts):  # counted by code, each code's text once
+        for code, count in Counter(error_kind.codes[i] for i in ran).items():
+            if kind := error_kind.values[code]:
+                counts[str(kind)] += count
+    else:
+        counts.update(str(kind) for kind in gather(error_kind, ran) if kind)
+    return dict(sorted(counts.items()))
 
 
 def combine_medians(per_task: Sequence[TaskArm], name: str) -> float | None:

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_wfbench.table import Table, gather
+from pytest_wfbench.table.texts import Texts
 
 T = TypeVar("T")
 Positions = npt.NDArray[np.intp]
@@ -36,8 +37,17 @@ def equal(values: Sequence[object], value: object) -> Mask:
 
 
 def field_is(table: Table, name: str, positions: Sequence[int], value: object) -> Mask:
-    """Which of these rows have the field (of the table's objects) equal to ``value``."""
-    return equal(gather(table.obj(name), positions), value)
+    """Which of these rows have the field (of the table's objects) equal to ``value``
+    (a field of shared values: its codes compared, the code of ``value`` once)."""
+    column = table.obj(name)
+    if isinstance(column, Texts) and (value is None or type(value) is str):
+        code = column.code(value)
+        if code is None:  # no row has it
+            return np.zeros(len(positions), np.bool_)
+        codes = np.frombuffer(column.codes, np.dtype(column.codes.typecode))
+        found: Mask = codes[positions_of(positions)] == code
+        return found
+    return equal(gather(column, positions), value)
 
 
 def flag_at(table: Table, name: str, at: Positions) -> npt.NDArray[np.int8]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pytest_wfbench.decisions.gate import (
     EVIDENCE_VERSION,
+    GATE_FIELDS,
     KEEP_INCUMBENT,
     PROMOTE,
     Condition,
@@ -29,6 +30,7 @@ from pytest_wfbench.tasks.arms import (
 __all__ = [
     "CANDIDATE_PREFIX",
     "EVIDENCE_VERSION",
+    "GATE_FIELDS",
     "KEEP_INCUMBENT",
     "PROMOTE",
     "SWEEP_STATES",

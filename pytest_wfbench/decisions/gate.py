@@ -4,10 +4,13 @@ promotion.json, verdict and reasons included."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from pytest_wfbench.aggregate import (
     Health,
@@ -15,14 +18,18 @@ from pytest_wfbench.aggregate import (
     TaskArm,
     arm_health,
     is_fresh,
-    median_of,
+    metric,
     pooled_saving,
     row_order,
     task_arm,
 )
 from pytest_wfbench.decisions.policy import PromotionContext, PromotionPolicy
-from pytest_wfbench.stats import Interval, cluster_bootstrap, stratified_bootstrap
+from pytest_wfbench.stats import Interval, ratio_of_sums_intervals, stratified_median_intervals
 
+GATE_FIELDS = ("cell_id", "task", "arm", "run", "status", "counted", "reused")
+"""What :func:`decide` reads of a row besides its metric, given the figures."""
+Values = npt.NDArray[np.float64]
+NAN = float("nan")
 EVIDENCE_VERSION = 1
 PROMOTE = "promote"
 KEEP_INCUMBENT = "keep_incumbent"
@@ -39,6 +46,13 @@ def improvement(incumbent: float | None, candidate: float | None) -> float | Non
     return (incumbent - candidate) / incumbent * 100.0
 
 
+def improvements(incumbent: Values, candidate: Values) -> Values:
+    """:func:`improvement` of each pair (NaN for None), all at once."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        value = (incumbent - candidate) / incumbent * 100.0
+    return np.where(incumbent == 0, np.where(candidate == 0, 0.0, NAN), value)
+
+
 @dataclass(frozen=True)
 class Condition:
     name: str
@@ -52,29 +66,49 @@ class Condition:
 
 
 def decide(rows: Iterable[Row], candidate: str, incumbent: str, policy: PromotionPolicy,
-           context: PromotionContext) -> dict[str, Any]:
+           context: PromotionContext,
+           figures_of: Mapping[tuple[str, str], TaskArm] | None = None) -> dict[str, Any]:
     """The evidence for or against promoting ``candidate`` over ``incumbent``,
     as a JSON-able dict (promotion.json). Only these two arms' rows are read.
 
     The verdict is ``promote`` when every required condition holds, else
     ``keep_incumbent``; an aborted or cancelled sweep, an UNUSABLE arm and any
-    excluded fresh candidate run are conditions that can never be waived."""
+    excluded fresh candidate run are conditions that can never be waived.
+
+    ``figures_of`` (by task and arm) are the figures of the same rows already
+    taken (the report's summary): then a row need only have what else is read
+    (GATE_FIELDS and the metric's), and the health of both arms be known."""
     own = sorted((r for r in rows if r.get("arm") in (candidate, incumbent)), key=row_order)
-    by_arm = {arm: [r for r in own if r["arm"] == arm] for arm in (candidate, incumbent)}
+    by_arm: dict[str, list[Row]] = {candidate: [], incumbent: []}
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for r in own:
+        by_arm[r["arm"]].append(r)
+        if type(r["task"]) is str:  # the rows of a task named by a string
+            groups.setdefault((r["arm"], r["task"]), []).append(r)
     ran_tasks = sorted({str(r["task"]) for r in own if r.get("status") == "ran"})
     not_run = sorted({str(r["task"]) for r in own} - set(ran_tasks))
-    own_rows = {arm: {task: [r for r in by_arm[arm] if r["task"] == task] for task in ran_tasks}
+    own_rows = {arm: {task: groups.get((arm, task), []) for task in ran_tasks}
                 for arm in (candidate, incumbent)}
-    figures = {arm: {task: task_arm(rows_of, task, arm) for task, rows_of in tasks_of.items()}
+    figures = {arm: {task: _figures(rows_of, task, arm, figures_of)
+                     for task, rows_of in tasks_of.items()}
                for arm, tasks_of in own_rows.items()}
     counted = {arm: {task: [r for r in rows_of if r.get("status") == "ran" and r.get("counted")]
                      for task, rows_of in tasks_of.items()}
                for arm, tasks_of in own_rows.items()}
     health = {arm: context.health.get(arm) or arm_health(by_arm[arm]).status
               for arm in (candidate, incumbent)}
+    drawn = [t for t in ran_tasks
+             if figures[candidate][t].valid >= 2 and figures[incumbent][t].valid >= 2]
+    # Of each: the interval stratified_bootstrap gives of improvement(median_of(the
+    # incumbent's drawn), median_of(the candidate's drawn)), all resamples at once.
+    intervals = dict(zip(drawn, stratified_median_intervals(
+        [[[NAN if (value := metric(row, policy.metric)) is None else value for row in rows]
+          for rows in (counted[candidate][t], counted[incumbent][t])] for t in drawn],
+        lambda medians: improvements(medians[1], medians[0]),
+        all_known=policy.metric == "cost_usd", seed=policy.seed,
+        resamples=policy.resamples, confidence=policy.confidence), strict=True))
     tasks = [_task_evidence(figures[candidate][t], figures[incumbent][t], policy,
-                            (counted[candidate][t], counted[incumbent][t]))
-             for t in ran_tasks]
+                            intervals.get(t)) for t in ran_tasks]
     overall = _overall_evidence(figures[candidate], figures[incumbent], tasks, policy)
     excluded = [str(r["cell_id"]) for r in by_arm[candidate]
                 if is_fresh(r) and not r.get("counted")]
@@ -126,20 +160,22 @@ def _interval(interval: Interval | None) -> list[float] | None:
     return None if interval is None else interval.to_json()
 
 
+def _figures(rows: list[Row], task: str, arm: str,
+             figures_of: Mapping[tuple[str, str], TaskArm] | None) -> TaskArm:
+    """The figures of one task and arm: those already taken, else of its rows
+    (none: an arm that did not run the task)."""
+    found = None if figures_of is None else figures_of.get((task, arm))
+    if found is not None:
+        return found
+    if figures_of is not None and rows:
+        raise ValueError(f"no figures of {arm} on {task}, whose rows are not whole")
+    return task_arm(rows, task, arm)
+
+
 def _task_evidence(candidate: TaskArm, incumbent: TaskArm, policy: PromotionPolicy,
-                   counted: tuple[list[Row], list[Row]]) -> dict[str, Any]:
-    """One task: both sides, and the improvement of the metric's median with a
-    bootstrap interval that resamples each arm's runs (``counted``: its counted
-    rows, by run) on its own."""
-    interval = None
-    if candidate.valid >= 2 and incumbent.valid >= 2:
-        def statistic(drawn: list[list[Row]]) -> float | None:
-            return improvement(median_of(drawn[1], policy.metric),
-                               median_of(drawn[0], policy.metric))
-        interval = stratified_bootstrap(list(counted),
-                                        statistic, seed=policy.seed,
-                                        resamples=policy.resamples,
-                                        confidence=policy.confidence)
+                   interval: Interval | None) -> dict[str, Any]:
+    """One task: both sides, and the improvement of the metric's median with its
+    bootstrap interval (each arm's counted runs resampled on their own)."""
     return {
         "task": candidate.task,
         "candidate": _side(candidate, policy),
@@ -162,8 +198,10 @@ def _overall_evidence(candidate: dict[str, TaskArm], incumbent: dict[str, TaskAr
     value = interval = None
     if both and len(known) == len(pairs):
         value = pooled_saving(known)
-        interval = cluster_bootstrap(known, pooled_saving, seed=policy.seed,
-                                     resamples=policy.resamples, confidence=policy.confidence)
+        # cluster_bootstrap(known, pooled_saving), its exact sums all at once
+        interval = ratio_of_sums_intervals(
+            [([i for i, _ in known], [c for _, c in known])], seed=policy.seed,
+            resamples=policy.resamples, confidence=policy.confidence)[0]
 
     def totals(side: str, figures: dict[str, TaskArm]) -> dict[str, Any]:
         medians = [figures[t].medians.get(policy.metric) for t in both]

@@ -17,7 +17,9 @@ from pytest_wfbench.stats.bootstrap import (
     ratio_of_sums_intervals,
     resampled_batches,
     resampled_indices,
+    stratified_batches,
     stratified_bootstrap,
+    stratified_median_intervals,
 )
 from pytest_wfbench.stats.interval import Interval, z_value
 from pytest_wfbench.stats.passk import pass_at_k, pass_hat_k, pass_k_series
@@ -49,7 +51,9 @@ __all__ = [
     "resampled_batches",
     "resampled_indices",
     "sample_size",
+    "stratified_batches",
     "stratified_bootstrap",
+    "stratified_median_intervals",
     "wilson_interval",
     "z_value",
 ]

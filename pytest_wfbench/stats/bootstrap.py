@@ -8,12 +8,14 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterator, Sequence
-from itertools import repeat
+from itertools import accumulate, repeat
 from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from pytest_wfbench.stats.interval import Interval
+from pytest_wfbench.stats.medians import DrawnMedians
 from pytest_wfbench.stats.sums import DrawnSums, Draws
 
 T = TypeVar("T")
@@ -140,6 +142,63 @@ def resampled_batches(size: int, *, seed: int = DEFAULT_SEED,
         rows = min(batch, resamples - first)
         drawn = np.floor(stream.random_sample(rows * size) * size).astype(np.intp)
         yield drawn.reshape(rows, size)
+
+
+def stratified_batches(sizes: Sequence[int], *, seed: int = DEFAULT_SEED,
+                       resamples: int = DEFAULT_RESAMPLES) -> Iterator[list[Draws]]:
+    """The indices :func:`stratified_bootstrap` draws from strata of these
+    sizes, a batch of resamples at a time: one matrix per stratum (a row per
+    resample). The same random stream, in the same order (each resample draws
+    from each stratum in turn), and the same arithmetic, in numpy."""
+    if resamples < 1:
+        raise ValueError(f"a bootstrap needs at least one resample, not {resamples}")
+    if not sizes or min(sizes) < 1:
+        raise ValueError("every stratum of a bootstrap needs at least one member")
+    stream = np.random.RandomState(seed_words(seed))
+    total = sum(sizes)
+    starts = [0, *accumulate(sizes)]
+    batch = max(1, BATCH_DRAWS // total)
+    for first in range(0, resamples, batch):
+        rows = min(batch, resamples - first)
+        drawn = stream.random_sample(rows * total).reshape(rows, total)
+        # floor(random() * size): a non-negative product, so truncated it is floored
+        yield [(drawn[:, start:start + size] * size).astype(np.intp)
+               for start, size in zip(starts, sizes, strict=False)]
+
+
+def stratified_median_intervals(
+    many: Sequence[Sequence[Sequence[float]]],
+    statistic: Callable[[list[npt.NDArray[np.float64]]], npt.NDArray[np.float64]],
+    *,
+    all_known: bool = False,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+) -> list[Interval | None]:
+    """For each of ``many`` strata (the values of each stratum; NaN: missing),
+    :func:`stratified_bootstrap` of a statistic of the strata's medians, for a
+    batch of resamples at once: each resample's median of what it drew from
+    each stratum (statistics.median's of the known ones; NaN where none is
+    known or, ``all_known``, any is missing), and ``statistic`` of those (one
+    array per stratum, a value per resample; NaN where undefined). The same
+    draws, the same floats, the same interval. Strata of the same sizes (tasks
+    with as many runs) draw the same indices from the same seed: drawn once."""
+    intervals: list[Interval | None] = [None] * len(many)
+    by_sizes: dict[tuple[int, ...], list[int]] = {}
+    for position, strata in enumerate(many):
+        by_sizes.setdefault(tuple(map(len, strata)), []).append(position)
+    for sizes, positions in by_sizes.items():
+        columns = [[DrawnMedians(np.array(stratum, dtype=np.float64)) for stratum in many[p]]
+                   for p in positions]
+        values: list[list[float]] = [[] for _ in positions]
+        for draws in stratified_batches(sizes, seed=seed, resamples=resamples):
+            for drawable, found in zip(columns, values, strict=True):
+                value = statistic([column.of(drawn, all_known=all_known)
+                                   for column, drawn in zip(drawable, draws, strict=True)])
+                found += value[np.isfinite(value)].tolist()
+        for position, found in zip(positions, values, strict=True):
+            intervals[position] = percentile_interval(found, resamples, confidence)
+    return intervals
 
 
 def ratio_of_sums_intervals(

@@ -70,15 +70,21 @@ class Groups:
         medians = np.full(self.count, np.nan)
         missing = np.zeros(self.count, dtype=np.intp)
         for found, index in self.layouts:
-            values = padded[index]
-            known = index.shape[1] - np.isnan(values).sum(axis=1)
-            low, high = _middles(values, known)
-            with np.errstate(over="ignore", invalid="ignore"):
-                middle = np.where(known % 2 == 1, low, (low + high) / 2)
-            middle[known == 0] = np.nan
-            medians[found] = middle
-            missing[found] = self.sizes[found] - known
+            rows = row_medians(padded[index])
+            medians[found] = rows.medians
+            missing[found] = self.sizes[found] - (index.shape[1] - rows.missing)
         return Medians(medians, missing)
+
+
+def row_medians(values: Column) -> Medians:
+    """Each row's median of its known values (NaN where it has none), and how
+    many of its values are missing (NaN): statistics.median's, to the bit."""
+    known = values.shape[1] - np.isnan(values).sum(axis=1)
+    low, high = _middles(values, known)
+    with np.errstate(over="ignore", invalid="ignore"):
+        middle = np.where(known % 2 == 1, low, (low + high) / 2)
+    middle[known == 0] = np.nan
+    return Medians(middle, values.shape[1] - known)
 
 
 def _middles(values: Column, known: npt.NDArray[np.intp]) -> tuple[Column, Column]:
@@ -102,3 +108,44 @@ def _middles(values: Column, known: npt.NDArray[np.intp]) -> tuple[Column, Colum
         parted = np.partition(values[mine], places, axis=1)  # NaN last
         low[mine], high[mine] = parted[:, places[0]], parted[:, places[-1]]
     return low, high
+
+
+class DrawnMedians:
+    """Medians of draws from one column (a bootstrap's resamples of a stratum:
+    rows of indices into it), each row's as :func:`row_medians` gives it, to
+    the bit. The column is sorted once; a row's median is then the value at
+    the middle of its drawn ranks (integers: sorted faster than the values,
+    and never NaN). A column with a -0.0 is drawn from as values instead (of
+    -0.0 and 0.0 tied at the middle, the one sorted() puts there depends on the
+    order they were drawn in)."""
+
+    def __init__(self, column: Column) -> None:
+        self.column = column
+        self.by_value = bool(np.any(np.signbit(column) & (column == 0)))
+        order = np.argsort(column, kind="stable")  # NaN last
+        self.ordered = column[order]
+        self.known = int(np.count_nonzero(~np.isnan(column)))
+        self.ranks = np.empty(len(column), dtype=np.intp)
+        self.ranks[order] = np.arange(len(column))
+
+    def of(self, drawn: npt.NDArray[np.intp], *, all_known: bool = False) -> Column:
+        """Each row's median of the known values it drew (NaN where it drew
+        none, or, ``all_known``, where it drew a missing one)."""
+        rows, size = drawn.shape
+        if self.by_value:
+            found = row_medians(self.column[drawn])
+            middle, missing = found.medians, found.missing
+        else:
+            ranks = np.sort(self.ranks[drawn], axis=1)  # a row's drawn values, in order
+            known = (np.full(rows, size) if self.known == size
+                     else (ranks < self.known).sum(axis=1))  # the missing ones rank last
+            every = np.arange(rows)
+            below = self.ordered[ranks[every, np.maximum(known - 1, 0) // 2]]
+            above = self.ordered[ranks[every, np.minimum(known // 2, size - 1)]]
+            with np.errstate(over="ignore", invalid="ignore"):
+                middle = np.where(known % 2 == 1, below, (below + above) / 2)
+            middle[known == 0] = np.nan
+            missing = size - known
+        if all_known:
+            middle[missing > 0] = np.nan
+        return middle

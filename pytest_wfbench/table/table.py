@@ -253,6 +253,37 @@ class Table:
                     out[name] = value
         return out
 
+    def fields(self, names: Sequence[str], positions: Sequence[int]) -> list[Row]:
+        """Of each of these rows, these fields of its projection (:meth:`row`),
+        those it has not null: what a reader of a few fields of many rows needs,
+        at once (a kept row's from it; the others' from the columns)."""
+        columns = [self._values(name, positions) for name in names]
+        kept, out = self.kept, []
+        for i, values in zip(positions, zip(*columns, strict=True), strict=True):
+            row = kept.get(i)
+            if row is None:
+                out.append({name: value for name, value in zip(names, values, strict=True)
+                            if value is not None})
+            else:
+                out.append({name: row[name] for name in names if row.get(name) is not None})
+        return out
+
+    def _values(self, name: str, positions: Sequence[int]) -> list[Any]:
+        """A held field's values at these positions, as :meth:`value` gives each
+        (of ``identity``, the parts held, as :meth:`row` has them)."""
+        if name == "identity":
+            parts = [gather(self.identity[part], positions) for part in IDENTITY]
+            return [{part: value for part, value in zip(IDENTITY, values, strict=True)
+                     if value is not None} or None for values in zip(*parts, strict=True)]
+        if name in self.objects:
+            return list(gather(self.objects[name], positions))
+        if name in self.flags:
+            return list(map(FLAG_VALUES.__getitem__, gather(self.flags[name], positions)))
+        integral = name in INTEGERS
+        return [None if number != number else int(number)
+                if integral and number.is_integer() else number
+                for number in gather(self.numbers[name], positions)]
+
     def whole(self, index: int, *, strict: bool = False) -> Row:
         """The row's projection whole: :meth:`row`, but a slim row's read again
         (its line, checked against its key); when that line is gone or changed,

@@ -1,0 +1,161 @@
+"""The promotion gate of a large sweep (decisions/gate.py, stats/medians.py):
+its per-task intervals drawn for all resamples at once, its figures the
+report's, its rows a few fields each. The evidence is the evidence the gate
+gives of whole rows, one resample at a time, to the byte."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_wfbench.aggregate import summarize_table
+from pytest_wfbench.decisions import Digests, PromotionContext, PromotionPolicy, decide
+from pytest_wfbench.decisions.gate import improvement
+from pytest_wfbench.outdir import promotion_evidence
+from pytest_wfbench.stats import bootstrap
+from pytest_wfbench.stats.bootstrap import stratified_bootstrap, stratified_median_intervals
+from pytest_wfbench.stats.medians import DrawnMedians, row_medians
+from pytest_wfbench.table import Table
+from tests.rows import row
+
+POOL = [3.0, 3.0, 7.5, 0.0, 1e308, 12.25, 2.0**-30, 40.0]
+
+
+def column(rng: random.Random, size: int, *, missing: float, signed: bool) -> list[float]:
+    values = [rng.choice(POOL) * rng.choice((1, 1, 1, 1e-3)) for _ in range(size)]
+    if signed:
+        values = [-v if rng.random() < 0.3 else v for v in values]  # -0.0 among them
+    return [math.nan if rng.random() < missing else v for v in values]
+
+
+def median_or_none(values: list[float], all_known: bool) -> float | None:
+    known = [v for v in values if v == v]
+    if not values or (all_known and len(known) < len(values)) or not known:
+        return None
+    return statistics.median(known)
+
+
+@pytest.mark.parametrize("case", range(24))
+def test_an_interval_of_medians_drawn_at_once_is_the_bootstraps(case: int) -> None:
+    """stratified_bootstrap of improvement(median of the incumbent's draws,
+    median of the candidate's), a resample at a time from lists, and the same
+    drawn as matrices: the same interval, whatever the values (missing ones,
+    zeros and -0.0, huge ones), the sizes (one run) and the batches."""
+    rng = random.Random(case)
+    sizes = [rng.choice((1, 2, 3, 7, 40)) for _ in range(2)]
+    missing, signed, all_known = rng.choice((0.0, 0.2)), case % 3 == 0, case % 4 == 0
+    strata = [column(rng, size, missing=missing, signed=signed) for size in sizes]
+    resamples, seed = rng.choice((1, 7, 300)), rng.randrange(2**40)
+
+    def statistic(drawn: list[list[float]]) -> float | None:
+        return improvement(median_or_none(drawn[1], all_known),
+                           median_or_none(drawn[0], all_known))
+
+    def at_once(medians: list[Any]) -> Any:
+        with np.errstate(all="ignore"):
+            value = (medians[1] - medians[0]) / medians[1] * 100.0
+        return np.where(medians[1] == 0, np.where(medians[0] == 0, 0.0, np.nan), value)
+
+    expected = stratified_bootstrap(strata, statistic, seed=seed, resamples=resamples)
+    original = bootstrap.BATCH_DRAWS
+    for batch in (original, sum(sizes) * 2 + 1):  # batches of 2 resamples, and the rest
+        bootstrap.BATCH_DRAWS = batch
+        try:
+            found = stratified_median_intervals([strata, strata[::-1], strata], at_once,
+                                                all_known=all_known, seed=seed,
+                                                resamples=resamples)
+        finally:
+            bootstrap.BATCH_DRAWS = original
+        assert found[0] == found[2] == expected  # the same sizes share their draws
+        assert found[1] == stratified_bootstrap(strata[::-1], statistic, seed=seed,
+                                                resamples=resamples)
+
+
+def test_drawn_medians_are_the_medians_of_what_each_row_drew() -> None:
+    rng = random.Random(9)
+    for signed in (False, True):
+        values = np.array(column(rng, 31, missing=0.25, signed=signed))
+        drawn = np.array([[rng.randrange(31) for _ in range(31)] for _ in range(200)])
+        expected = row_medians(values[drawn])
+        for all_known in (False, True):
+            want = expected.medians.copy()
+            if all_known:
+                want[expected.missing > 0] = np.nan
+            assert np.array_equal(DrawnMedians(values).of(drawn, all_known=all_known), want,
+                                  equal_nan=True)
+            assert np.array_equal(np.signbit(DrawnMedians(values).of(drawn)),
+                                  np.signbit(expected.medians))
+
+
+def gate_rows(rng: random.Random) -> list[dict[str, Any]]:
+    """A candidate and its incumbent (and another arm) over tasks, with what the
+    gate reads varied: excluded runs, reused ones, missing costs, skipped cells,
+    a task that only the incumbent ran."""
+    rows = []
+    for t in range(6):
+        for arm in ("workflow", "candidate_workflow", "baseline"):
+            if t == 5 and arm == "candidate_workflow":
+                continue
+            for run in range(1, rng.choice((3, 5)) + 1):
+                kind = rng.choice((None, None, None, "oracle-failed", "infra-error"))
+                each = row(f"task-{t}", arm, run, resolved=kind is None, kind=kind,
+                           cost_usd=None if rng.random() < 0.1 else rng.choice((0.5, 1.25, 2.0)),
+                           input_tokens=rng.randrange(100, 900), duration_s=rng.random() * 9,
+                           session_duration_s=rng.choice((None, 1.5, 3.0, 4.25)),
+                           overlay_digest="o" * 8 if arm.startswith("candidate") else None,
+                           skills_fingerprint="s" * 8, model="claude", effort="high",
+                           identity={"task": f"digest-{t}", "oracle": f"oracle-{t}",
+                                     "other": "not read"})
+                if rng.random() < 0.1:
+                    each["reused"] = True
+                if rng.random() < 0.05:
+                    each["status"], each["skip_reason"] = "skipped", "not run: stopped"
+                rows.append(each)
+    return rows
+
+
+@pytest.mark.parametrize("metric", ["cost_usd", "tokens", "session_duration_s"])
+def test_the_reports_evidence_is_the_gates_of_whole_rows(metric: str) -> None:
+    rng = random.Random(len(metric))
+    rows = gate_rows(rng)
+    table = Table.of(rows)
+    record: dict[str, Any] = {
+        "settings": {"promotion": {"metric": metric, "resamples": 400, "min_runs": 2}},
+        "sessions": [{"finished_at": "2026-12-02T00:00:00Z"}], "harness_version": "9"}
+    summary = summarize_table(table, table.positions)
+    found = promotion_evidence(table, table.positions, summary, record)
+    own = [r for r in table.rows() if r["arm"] in ("workflow", "candidate_workflow")]
+    digests = Digests(overlay="o" * 8, incumbent_skills="s" * 8,
+                      task_prompts={f"task-{t}": f"digest-{t}" for t in range(6)},
+                      oracles={f"task-{t}": f"oracle-{t}" for t in range(6)},
+                      model="claude", effort="high", harness_version="9")
+    context = PromotionContext("aborted", digests, datetime(2026, 12, 2, tzinfo=UTC),
+                               {arm: summary.health[arm]
+                                for arm in ("candidate_workflow", "workflow")})
+    expected = decide(own, "candidate_workflow", "workflow",
+                      PromotionPolicy(metric=metric, resamples=400, min_runs=2), context)
+    assert [json.dumps(e, sort_keys=True) for e in found] == [
+        json.dumps(expected, sort_keys=True)]
+    assert expected["tasks_not_run"] == [] and len(expected["tasks"]) == 6
+    assert any(t["interval_pct"] for t in expected["tasks"])
+
+
+def test_a_tables_fields_are_its_rows_fields() -> None:
+    rng = random.Random(3)
+    rows = gate_rows(rng)
+    rows[4]["run"] = "two"  # no number: the row is kept whole, and says so
+    rows[7]["identity"] = {"oracle": "only"}
+    table = Table.of(rows)
+    names = ("cell_id", "run", "status", "counted", "reused", "cost_usd", "identity",
+             "input_tokens", "model")
+    expected = [{name: r[name] for name in names if r.get(name) is not None}
+                for r in table.rows()]
+    assert table.fields(names, table.positions) == expected
+    assert expected[4]["run"] == "two" and expected[7]["identity"] == {"oracle": "only"}
