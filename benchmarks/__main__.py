@@ -70,7 +70,8 @@ class Size:
 
 FULL = Size("full", demo_runs=4, project_files=2000, small_repo=200, large_repo=20_000,
             sessions_s=240.0, collect_cells=10_000,
-            row_shapes=(RowsShape(100, 4, 250), RowsShape(1000, 4, 25), RowsShape(10, 4, 250)))
+            row_shapes=(RowsShape(100, 4, 250), RowsShape(1000, 4, 25), RowsShape(10, 4, 250),
+                        RowsShape(100, 4, 250, candidate=True)))
 QUICK = Size("quick", demo_runs=2, project_files=500, small_repo=200, large_repo=2_000,
              sessions_s=24.0, collect_cells=1_000,
              row_shapes=(RowsShape(10, 4, 250), RowsShape(100, 4, 25)))
@@ -173,12 +174,12 @@ def aggregation(ctx: Context, shapes: tuple[RowsShape, ...]) -> tuple[dict[str, 
                                                                      list[Target]]:
     figures = {}
     for shape in shapes:
-        key = f"{shape.tasks}x{shape.arms}x{shape.runs}"
+        key = shape.key
         figures[key] = measure_shape(ctx.scratch, shape, builds=ctx.repeat)
         ctx.progress(f"aggregation of {shape.rows:,} rows ({shape.label}): session end "
-                     f"{figures[key]['session_end']['wall_s']:.2f} s, cold "
-                     f"{figures[key]['cold']['wall_s']:.2f} s, warm "
-                     f"{figures[key]['warm']['wall_s']:.2f} s")
+                     f"{figures[key]['session_end']['wall_s']:.2f} s"
+                     + "".join(f", {state} {figures[key][state]['wall_s']:.2f} s"
+                               for state in ("cold", "warm") if state in figures[key]))
     return figures, aggregation_targets(figures, shapes[0].rows)
 
 

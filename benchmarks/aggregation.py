@@ -74,6 +74,7 @@ def build(out: Path) -> dict[str, Any]:
     sweep_id = json.loads((out / "sweep.json").read_text())["sweep_id"]
     before = _rss_mib()
     use = CacheUse()
+    gate = _timed(outdir, "promotion_evidence")
     start = time.perf_counter()
     unrun = cells_without_rows(out, sweep_id, selected)
     store = ResultsStore(out, Redactor.from_environment(()))
@@ -93,6 +94,7 @@ def build(out: Path) -> dict[str, Any]:
         for piece in iter(lambda: stream.read(1 << 20), b""):
             page.update(piece)
     return {"wall_s": round(wall, 3), "finish_s": round(finish, 3),
+            "promotion_s": round(gate[0], 3),
             "peak_rss_mib": round(_rss_mib(), 1),
             "rss_before_mib": round(before, 1), "rows": len(report.table.positions),
             "report_sha256": hashlib.sha256(text.encode()).hexdigest(),
@@ -100,6 +102,22 @@ def build(out: Path) -> dict[str, Any]:
             "html_sha256": page.hexdigest(), "html_bytes": html.path.stat().st_size,
             "terminal_lines": len(lines),
             "cache": vars(use)}
+
+
+def _timed(module: Any, name: str) -> list[float]:
+    """Time spent in ``module.name`` from now on (its callers look it up there)."""
+    spent = [0.0]
+    function = getattr(module, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    setattr(module, name, timed)
+    return spent
 
 
 def split(out: Path) -> dict[str, float]:
@@ -220,7 +238,7 @@ def measure_shape(scratch: Path, shape: RowsShape, builds: int = 1) -> dict[str,
     from pytest_wfbench.linelog import LOG
     from pytest_wfbench.rowcache import CACHE
 
-    out = write_outdir(scratch / f"rows-{shape.tasks}x{shape.arms}x{shape.runs}", shape)
+    out = write_outdir(scratch / f"rows-{shape.key}", shape)
     (out / SELECTED).write_text(json.dumps(cell_ids(shape)))
     writer_cache(out)
     writers = (out / CACHE).read_bytes()
@@ -228,6 +246,8 @@ def measure_shape(scratch: Path, shape: RowsShape, builds: int = 1) -> dict[str,
                                "results_bytes": (out / "results.jsonl").stat().st_size,
                                "writer_cache_bytes": len(writers)}
     figures["session_end"] = _median_build(out, writers, builds)
+    if shape.candidate:  # the gate's cost, as a sweep ends: the other states are the same
+        return figures
     (out / CACHE).write_bytes(writers)
     figures["session_end_split"] = _measure("split", out)
     log = (out / LOG).read_bytes()
@@ -255,6 +275,8 @@ def aggregation_targets(shapes: dict[str, dict[str, Any]], rows: int) -> list[Ta
         if data["rows"] != rows:
             continue
         for state in ("session_end", "cold"):
+            if state not in data:
+                continue
             run = data[state]
             cold = state == "cold"
             targets.append(Target(
@@ -270,9 +292,7 @@ def aggregation_targets(shapes: dict[str, dict[str, Any]], rows: int) -> list[Ta
                   f"{_split(data, state)}, report.html {run['html_bytes'] / 2**20:.1f} MiB, "
                   "peak RSS "
                   f"{run['peak_rss_mib']:.0f} MiB ({run['rss_before_mib']:.0f} MiB "
-                  f"before); reading floor: split+digest "
-                  f"{data['floors']['read_digest_s']:.2f} s, json.loads of every line "
-                  f"{data['floors']['read_parse_s']:.2f} s"))
+                  "before)" + _floors(data) + _gate(run)))
     growth = memory_per_row(shapes)
     return [*targets, *([growth] if growth is not None else [])]
 
@@ -318,6 +338,21 @@ def _builds(run: dict[str, Any]) -> str:
     if len(walls) < 2:
         return ""
     return f"median of {len(walls)} builds ({', '.join(f'{w:.2f}' for w in walls)} s); "
+
+
+def _floors(data: dict[str, Any]) -> str:
+    floors = data.get("floors")
+    if not floors:
+        return ""
+    return (f"; reading floor: split+digest {floors['read_digest_s']:.2f} s, json.loads of "
+            f"every line {floors['read_parse_s']:.2f} s")
+
+
+def _gate(run: dict[str, Any]) -> str:
+    if not run.get("promotion_s"):
+        return ""
+    return (f"; the promotion gate (a bootstrap of 2,000 resamples of each task's runs, "
+            f"both arms) {run['promotion_s']:.2f} s")
 
 
 def _finish(run: dict[str, Any]) -> str:

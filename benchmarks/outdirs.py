@@ -22,11 +22,17 @@ STAGES = ("template", "template_wait", "template_build", "clone", "setup", "sess
           "verify", "capture", "evidence", "expected_tests", "oracle", "row", "cleanup")
 
 
+CANDIDATE_ARMS = ("baseline", "workflow", "workflow_direct", "candidate_workflow")
+"""With a candidate arm: the promotion gate weighs it against ``workflow``."""
+
+
 @dataclass(frozen=True)
 class RowsShape:
     tasks: int
     arms: int
     runs: int
+    candidate: bool = False
+    """The last arm a candidate (CANDIDATE_ARMS): the report runs the promotion gate."""
 
     @property
     def rows(self) -> int:
@@ -34,7 +40,16 @@ class RowsShape:
 
     @property
     def label(self) -> str:
-        return f"{self.tasks:,} tasks x {self.arms} arms x {self.runs} runs"
+        return (f"{self.tasks:,} tasks x {self.arms} arms x {self.runs} runs"
+                + (", a candidate arm" if self.candidate else ""))
+
+    @property
+    def key(self) -> str:
+        return f"{self.tasks}x{self.arms}x{self.runs}" + ("-candidate" if self.candidate else "")
+
+    @property
+    def arm_names(self) -> tuple[str, ...]:
+        return (CANDIDATE_ARMS if self.candidate else ARMS)[:self.arms]
 
 
 def _outcome(rng: random.Random) -> tuple[str, str | None]:
@@ -132,7 +147,7 @@ def cell_ids(shape: RowsShape) -> list[str]:
     """The cells of an out dir of ``shape``, in the order of its rows."""
     width = len(str(shape.tasks - 1))
     return [f"task-{t:0{width}d}-{arm}-r{run}" for t in range(shape.tasks)
-            for arm in ARMS[:shape.arms] for run in range(1, shape.runs + 1)]
+            for arm in shape.arm_names for run in range(1, shape.runs + 1)]
 
 
 def transcript_text(turns: int = 40) -> str:
@@ -188,7 +203,7 @@ def write_outdir(out: Path, shape: RowsShape, seed: int = 7) -> Path:
     with (out / "results.jsonl").open("w", encoding="utf-8") as results:
         for t in range(shape.tasks):
             task = f"task-{t:0{width}d}"
-            for arm in ARMS[:shape.arms]:
+            for arm in shape.arm_names:
                 for run in range(1, shape.runs + 1):
                     row = agent_row(rng, task, arm, run)
                     if results.tell() == 0:  # one harness error, listed in the report
@@ -202,7 +217,7 @@ def write_outdir(out: Path, shape: RowsShape, seed: int = 7) -> Path:
         "sessions": [{"finished_at": "2026-12-01T02:00:00Z", "plan": {}, "reason": None,
                       "resumed": False, "started_at": "2026-12-01T00:00:00Z",
                       "state": "complete", "stopped_at": None}],
-        "settings": {"arms": list(ARMS[:shape.arms]), "baseline_arm": "baseline",
+        "settings": {"arms": list(shape.arm_names), "baseline_arm": "baseline",
                      "clone": "overlay", "effort": "high", "model": "claude-sonnet-4-5",
                      "runs": shape.runs, "sandbox_backend": "bubblewrap", "suspicious": "flag"},
         "suite": "bench-report", "sweep_id": SWEEP_ID,

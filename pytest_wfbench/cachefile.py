@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 Row = dict[str, Any]
 
 CACHE = ".results.projections"
-FORMAT = 3
-"""Of the frames: a change of the table's columns must change it."""
+FORMAT = 4
+"""Of the frames: a change of the table's columns must change it (4: shared
+strings coded)."""
 MAGIC = b"WFP1"
 TAG = hashlib.sha256(
     f"{FORMAT}\0{__version__}\0{sys.version_info[:2]}\0{marshal.version}\0{sys.byteorder}"

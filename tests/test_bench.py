@@ -4,6 +4,7 @@ times anything."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -146,6 +147,23 @@ def test_the_aggregation_measures_a_sweeps_end_with_its_page_in_every_state(
     assert "This sweep has 600 cells, more than 500" in page
     assert "Turn 39: I will look at the module." in page  # a listed cell's transcript
     assert set(figures["session_end_split"]) >= {"read_s", "html_overview_s", "html_page_s"}
+
+
+def test_a_shape_with_a_candidate_arm_measures_the_promotion_gate(tmp_path: Path) -> None:
+    """Its last arm is a candidate of ``workflow``: the report writes promotion.json
+    (one verdict, a task each), and the build says how long the gate took."""
+    from benchmarks.aggregation import aggregation_targets, measure_shape
+
+    shape = RowsShape(3, 4, 6, candidate=True)
+    figures = measure_shape(tmp_path, shape)
+    end = figures["session_end"]
+    assert end["rows"] == 72 and end["promotion_s"] > 0 and "cold" not in figures
+    evidence = json.loads((tmp_path / f"rows-{shape.key}" / "promotion.json").read_text())
+    [verdict] = evidence["candidates"]
+    assert (verdict["candidate"], verdict["incumbent"]) == ("candidate_workflow", "workflow")
+    assert len(verdict["tasks"]) == 3
+    [target] = aggregation_targets({shape.key: figures}, 72)
+    assert "a candidate arm, session end" in target.target and "promotion gate" in target.measured
 
 
 def test_a_stall_is_the_controllers_and_says_where_each_worker_last_was(tmp_path: Path) -> None:

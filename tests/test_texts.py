@@ -5,13 +5,15 @@ it had, and the rows said equal to a value are the rows whose value is equal."""
 from __future__ import annotations
 
 import random
+from array import array
 from operator import itemgetter
 from typing import Any
 
 import pytest
 
 from pytest_wfbench.aggregate import summarize_table
-from pytest_wfbench.table import Table, gather
+from pytest_wfbench.table import OBJECTS, FrameError, Table, check, encode, gather
+from pytest_wfbench.table.frame import CODE_TYPES, code_column
 from pytest_wfbench.table.texts import Texts
 from tests.rows import row
 
@@ -80,3 +82,53 @@ def test_a_table_of_many_tasks_groups_and_selects_as_its_rows_say() -> None:
     assert by_task["task-2"].attempts == 1 and by_task["task-2"].skipped == 1
     assert sum(cell.resolved for cell in summary.cells) == sum(
         1 for r in rows if r["resolved"] and r["status"] == "ran")
+
+
+def decoded(coded: tuple[tuple[Any, ...], bytes]) -> list[Any]:
+    values, codes = coded
+    width = next(w for w in (1, 2, 4) if len(values) <= 1 << (8 * w))
+    return [values[c] for c in array(CODE_TYPES[width], codes)]
+
+
+def test_a_frames_column_is_coded_and_read_back_into_any_column() -> None:
+    """A frame holds a column of shared strings as its values and a code a row
+    (as narrow as they fit); a table reads those codes into its own, whatever
+    its width (bytes translated, or numpy's take), to the same values."""
+    rng = random.Random(4)
+    for distinct in (1, 3, 256, 257, 70_000):
+        pool: list[Any] = [f"v{n}" for n in range(distinct)]
+        column = [rng.choice(pool) for _ in range(1000)] + pool
+        coded = code_column(column)
+        assert decoded(coded) == column and len(coded[0]) == len(set(column))
+        assert len(coded[1]) == len(column) * (1 if distinct <= 256 else 2 if distinct
+                                               <= 65536 else 4)
+        for start in ([], ["x"] * 5, [f"w{n}" for n in range(300)]):
+            texts = Texts(start)
+            texts.extend_coded(*coded, len(column))
+            assert list(texts) == [*start, *column]
+    odd = ["a", 1, True, "a", None, ["l"], None]
+    values, codes = code_column(odd)
+    assert values == ("a", 1, True, None, ["l"]) and decoded((values, codes)) == odd
+    texts = Texts(["True", "1"])
+    texts.extend_coded(values, codes, len(odd))
+    assert list(texts)[2:] == odd and texts.code("a") == texts.codes[2]
+    assert texts.codes[3] != texts.codes[4]  # 1 and True: each its own
+
+
+def test_a_coded_column_that_does_not_check_is_a_misshapen_frame() -> None:
+    frame = encode([row("t", "a", 1), row("t", "b", 2)], [b"k" * 32] * 2)
+    assert check(frame) is frame
+    status = OBJECTS.index("status")
+
+    def with_status(coded: Any) -> tuple[Any, ...]:
+        objects = list(frame[2])
+        objects[status] = coded
+        return (*frame[:2], tuple(objects), *frame[3:])
+
+    values, codes = frame[2][status]
+    for bad in [(values, codes + b"\0"), (values, bytes([len(values)]) * 2), (list(values), codes),
+                (values,), (values, codes.decode()), (values[:0], codes),
+                (values, array("H", [0, 300]).tobytes())]:
+        with pytest.raises(FrameError):
+            check(with_status(bad))
+    assert check(with_status((("ran", *["x"] * 299), array("H", [0, 299]).tobytes())))

@@ -2,9 +2,11 @@
 
 A frame is a tuple of plain data (``marshal`` writes and reads it):
 ``(count, keys, objects, identity, flags, numbers, stage_names, stages, kept)``:
-``count`` rows; their keys (the digests of their lines, or empty); one tuple per
-field of :data:`~pytest_wfbench.table.schema.OBJECTS` and per part of the
-identity; the bytes of one ``array`` per flag (signed bytes) and per number
+``count`` rows; their keys (the digests of their lines, or empty); per field
+of :data:`~pytest_wfbench.table.schema.OBJECTS` and per part of the identity,
+its column: the cell ids a tuple, every other one coded (:func:`code_column`:
+each value once, and each row's code, one, two or four bytes, into them, as
+the table holds it); the bytes of one ``array`` per flag (signed bytes) and per number
 (float64) and stage time (float64, NaN where a row did not time the stage); and
 the projections the table keeps, by index in the frame. Reading a frame's
 numbers is a copy of bytes: no object per value.
@@ -36,7 +38,7 @@ Frame = tuple[Any, ...]
 UNSHARED = "cell_id"
 """The one field of OBJECTS each row has its own of."""
 SHARED = frozenset(OBJECTS) - {UNSHARED}
-"""Strings shared from row to row: interned (marshal writes each once a frame)."""
+"""Strings shared from row to row: a frame holds them coded (:func:`code_column`)."""
 FLAG_TYPE, NUMBER_TYPE = "b", "d"
 FLAG_BYTES = frozenset(array(FLAG_TYPE, [NO_FLAG, 0, 1]).tobytes())
 READ = (*OBJECTS, *FLAGS, *NUMBERS, "stage_ms", "identity")
@@ -59,12 +61,38 @@ def _flag(value: Any) -> int:
     return NO_FLAG if value is None else 1 if value else 0
 
 
-def _shared(column: list[Any]) -> tuple[Any, ...]:
-    """The column with each string interned (one lookup per value)."""
-    if TEXT_TYPES.issuperset(map(type, column)):
-        interned = {value: sys.intern(value) for value in set(column) if value is not None}
-        return tuple(map(interned.get, column, column))
-    return tuple(sys.intern(value) if type(value) is str else value for value in column)
+CODE_TYPES = {1: "B", 2: "H", 4: "I"}
+"""A coded column's codes, by their size."""
+Coded = tuple[tuple[Any, ...], bytes]
+"""A column of values that repeat: each value once, and each row's code into them."""
+
+
+def code_column(column: Sequence[Any]) -> Coded:
+    """The column coded: its values each once (strings interned), in the order
+    rows first have them, and each row's code, as narrow as they fit. A value
+    that is no text (nor null) is its own, never shared."""
+    if TEXT_TYPES.issuperset(map(type, column)):  # the usual column: C loops
+        values = tuple(sys.intern(value) if value is not None else value
+                       for value in dict.fromkeys(column))
+        place = dict(zip(values, range(len(values)), strict=True))
+        codes = list(map(place.__getitem__, column))
+    else:
+        shared: dict[Any, int] = {}
+        found: list[Any] = []
+        codes = []
+        for value in column:
+            if value is None or type(value) is str:
+                if value not in shared:
+                    shared[value] = len(found)
+                    found.append(value if value is None else sys.intern(value))
+                codes.append(shared[value])
+            else:
+                codes.append(len(found))
+                found.append(value)
+        values = tuple(found)
+    size = next(size for size, typecode in CODE_TYPES.items()
+                if len(values) <= 1 << (8 * size))
+    return values, array(CODE_TYPES[size], codes).tobytes()
 
 
 def _numbers(column: list[Any]) -> bytes:
@@ -100,12 +128,12 @@ def encode_records(records: Sequence[Record], keys: Sequence[bytes] = ()) -> Fra
     """The frame of rows' records (and their lines' keys, if any)."""
     columns = dict(zip(READ, map(list, zip(*(values for values, _ in records), strict=True)),
                        strict=True)) if records else {name: [] for name in READ}
-    objects = tuple(_shared(columns[name]) if name in SHARED else tuple(columns[name])
+    objects = tuple(code_column(columns[name]) if name in SHARED else tuple(columns[name])
                     for name in OBJECTS)
     identities = [value if isinstance(value, Mapping) else None
                   for value in columns["identity"]]
-    identity = tuple(_shared([None if value is None else value.get(part)
-                              for value in identities]) for part in IDENTITY)
+    identity = tuple(code_column([None if value is None else value.get(part)
+                                  for value in identities]) for part in IDENTITY)
     flags = tuple(_flags(columns[name]) for name in FLAGS)
     numbers = tuple(_numbers(columns[name]) for name in NUMBERS)
     timed = [stage_ms if type(stage_ms) is dict else {} for stage_ms in columns["stage_ms"]]
@@ -134,7 +162,12 @@ def check(frame: Any) -> Frame:
     flag_size, number_size = array(FLAG_TYPE).itemsize, array(NUMBER_TYPE).itemsize
     if not (type(count) is int and count >= 0 and isinstance(keys, tuple)
             and len(keys) in (0, count) and set(map(type, keys)) <= {bytes}
-            and _columns(objects, len(OBJECTS), count) and _columns(identity, len(IDENTITY), count)
+            and isinstance(objects, tuple) and len(objects) == len(OBJECTS)
+            and all(_coded(column, count) if name in SHARED
+                    else isinstance(column, tuple) and len(column) == count
+                    for name, column in zip(OBJECTS, objects, strict=True))
+            and isinstance(identity, tuple) and len(identity) == len(IDENTITY)
+            and all(_coded(column, count) for column in identity)
             and _blobs(flags, len(FLAGS), count * flag_size)
             and all(FLAG_BYTES.issuperset(blob) for blob in flags)
             and _blobs(numbers, len(NUMBERS), count * number_size)
@@ -148,9 +181,18 @@ def check(frame: Any) -> Frame:
     return frame
 
 
-def _columns(columns: Any, width: int, count: int) -> bool:
-    return (isinstance(columns, tuple) and len(columns) == width
-            and all(isinstance(column, tuple) and len(column) == count for column in columns))
+def _coded(column: Any, count: int) -> bool:
+    """Whether a coded column of ``count`` rows is one: each code one of its values'."""
+    if not (isinstance(column, tuple) and len(column) == 2 and isinstance(column[0], tuple)
+            and type(column[1]) is bytes):
+        return False
+    values, codes = column
+    size = len(codes) // count if count else 1
+    if size not in CODE_TYPES or len(codes) != size * count:
+        return False
+    if size == 1:  # every byte a code: none left once the codes there are taken out
+        return not codes.translate(None, bytes(range(min(len(values), 256))))
+    return max(array(CODE_TYPES[size], codes), default=-1) < len(values)
 
 
 def _blobs(blobs: Any, width: int, size: int) -> bool:

@@ -28,6 +28,7 @@ from pytest_wfbench.table.frame import (
     UNSHARED,
     Frame,
     check,
+    code_column,
     encode,
     number_of,
 )
@@ -136,13 +137,13 @@ class Table:
         for k, values in enumerate(self.objects.values()):
             if isinstance(values, Texts):
                 for frame in checked:
-                    values.extend(frame[2][k])
+                    values.extend_coded(frame[2][k][0], frame[2][k][1], frame[0])
             else:
                 cast(list[Any], values).extend(
                     chain.from_iterable(frame[2][k] for frame in checked))
         for k, texts in enumerate(self.identity.values()):
             for frame in checked:
-                texts.extend(frame[3][k])
+                texts.extend_coded(frame[3][k][0], frame[3][k][1], frame[0])
         for k, name in enumerate(FLAGS):
             self.flags[name].frombytes(b"".join(frame[4][k] for frame in checked))
         for k, name in enumerate(NUMBERS):
@@ -171,8 +172,10 @@ class Table:
     def frame(self, positions: Sequence[int], keys: Sequence[bytes] = ()) -> Frame:
         """The frame of these rows (with their lines' keys): what encode() gives
         of their rows, gathered from the columns."""
-        objects = tuple(gather(column, positions) for column in self.objects.values())
-        identity = tuple(gather(column, positions) for column in self.identity.values())
+        objects = tuple(code_column(gather(column, positions)) if isinstance(column, Texts)
+                        else gather(column, positions) for column in self.objects.values())
+        identity = tuple(code_column(gather(column, positions))
+                         for column in self.identity.values())
         flags = tuple(array(FLAG_TYPE, [column[i] for i in positions]).tobytes()
                       for column in self.flags.values())
         numbers = tuple(array(NUMBER_TYPE, [column[i] for i in positions]).tobytes()

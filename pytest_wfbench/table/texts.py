@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import Any, overload
 
+from pytest_wfbench.table.frame import CODE_TYPES
 from pytest_wfbench.table.schema import TEXT_TYPES
 
 WIDTHS = (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32), ("Q", 1 << 64))
@@ -82,6 +83,23 @@ class Texts(Sequence[Any]):
         if typecode != self.codes.typecode:
             self.codes = array(typecode, self.codes)
         self.codes.fromlist(codes)
+
+    def extend_coded(self, values: Sequence[Any], codes: bytes, count: int) -> None:
+        """Add ``count`` rows, coded (a frame's column: frame.code_column),
+        their codes read into this column's (one pass in C)."""
+        into = list(map(self._code_of, values))  # the frame's value -> this column's code
+        width = _width(len(self.values))
+        if width != self.codes.typecode:
+            self.codes = array(width, self.codes)
+        if count == 0:
+            return
+        if len(codes) == count and width == "B":  # bytes to bytes: a translation
+            self.codes.frombytes(codes.translate(bytes(into) + bytes(256 - len(into))))
+            return
+        import numpy as np  # a report's: the workers that write rows never load numpy
+
+        found = np.frombuffer(codes, np.dtype(CODE_TYPES[len(codes) // count]))
+        self.codes.frombytes(np.asarray(into, np.dtype(width))[found].tobytes())
 
     def _new_codes(self, column: Sequence[Any]) -> list[int]:
         code, values = self._code, self.values
