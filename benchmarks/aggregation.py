@@ -94,7 +94,7 @@ def build(out: Path) -> dict[str, Any]:
         for piece in iter(lambda: stream.read(1 << 20), b""):
             page.update(piece)
     return {"wall_s": round(wall, 3), "finish_s": round(finish, 3),
-            "promotion_s": round(gate[0], 3),
+            "promotion_s": round(gate[0], 3) if report.promotions else 0.0,
             "peak_rss_mib": round(_rss_mib(), 1),
             "rss_before_mib": round(before, 1), "rows": len(report.table.positions),
             "report_sha256": hashlib.sha256(text.encode()).hexdigest(),

@@ -64,17 +64,20 @@ def test_an_interval_of_medians_drawn_at_once_is_the_bootstraps(case: int) -> No
         return np.where(medians[1] == 0, np.where(medians[0] == 0, 0.0, np.nan), value)
 
     expected = stratified_bootstrap(strata, statistic, seed=seed, resamples=resamples)
+    shorter = [stratum[:max(1, len(stratum) // 2)] for stratum in strata]  # fewer draws
     original = bootstrap.BATCH_DRAWS
     for batch in (original, sum(sizes) * 2 + 1):  # batches of 2 resamples, and the rest
         bootstrap.BATCH_DRAWS = batch
         try:
-            found = stratified_median_intervals([strata, strata[::-1], strata], at_once,
-                                                all_known=all_known, seed=seed,
+            found = stratified_median_intervals([strata, strata[::-1], strata, shorter],
+                                                at_once, all_known=all_known, seed=seed,
                                                 resamples=resamples)
         finally:
             bootstrap.BATCH_DRAWS = original
         assert found[0] == found[2] == expected  # the same sizes share their draws
         assert found[1] == stratified_bootstrap(strata[::-1], statistic, seed=seed,
+                                                resamples=resamples)
+        assert found[3] == stratified_bootstrap(shorter, statistic, seed=seed,
                                                 resamples=resamples)
 
 

@@ -78,6 +78,23 @@ def percentile_interval(values: list[float], resamples: int,
                     confidence)
 
 
+def sorted_percentile_interval(ordered: npt.NDArray[np.float64], resamples: int,
+                               confidence: float) -> Interval | None:
+    """:func:`percentile_interval` of values already sorted (numpy's): the same
+    interval, the same arithmetic on its order statistics, as floats."""
+    if 2 * len(ordered) < resamples:
+        return None
+    alpha = 1.0 - confidence
+
+    def quantile(q: float) -> float:
+        position = q * (len(ordered) - 1)
+        below = math.floor(position)
+        low, high = float(ordered[below]), float(ordered[min(below + 1, len(ordered) - 1)])
+        return low + (high - low) * (position - below)
+
+    return Interval(quantile(alpha / 2.0), quantile(1.0 - alpha / 2.0), confidence)
+
+
 def cluster_bootstrap(
     clusters: Sequence[T],
     statistic: Callable[[list[T]], float | None],
@@ -145,25 +162,40 @@ def resampled_batches(size: int, *, seed: int = DEFAULT_SEED,
 
 
 def stratified_batches(sizes: Sequence[int], *, seed: int = DEFAULT_SEED,
-                       resamples: int = DEFAULT_RESAMPLES) -> Iterator[list[Draws]]:
+                       resamples: int = DEFAULT_RESAMPLES,
+                       drawn: npt.NDArray[np.float64] | None = None) -> Iterator[list[Draws]]:
     """The indices :func:`stratified_bootstrap` draws from strata of these
     sizes, a batch of resamples at a time: one matrix per stratum (a row per
     resample). The same random stream, in the same order (each resample draws
-    from each stratum in turn), and the same arithmetic, in numpy."""
+    from each stratum in turn), and the same arithmetic, in numpy. ``drawn``:
+    the stream's first numbers of this seed, already taken (at least as many
+    as the resamples draw: :func:`random_stream`)."""
     if resamples < 1:
         raise ValueError(f"a bootstrap needs at least one resample, not {resamples}")
     if not sizes or min(sizes) < 1:
         raise ValueError("every stratum of a bootstrap needs at least one member")
-    stream = np.random.RandomState(seed_words(seed))
     total = sum(sizes)
+    if drawn is not None and len(drawn) < resamples * total:
+        raise ValueError("fewer numbers drawn than the resamples take")
+    stream = np.random.RandomState(seed_words(seed))
     starts = [0, *accumulate(sizes)]
     batch = max(1, BATCH_DRAWS // total)
     for first in range(0, resamples, batch):
         rows = min(batch, resamples - first)
-        drawn = stream.random_sample(rows * total).reshape(rows, total)
+        drawn_now = (stream.random_sample(rows * total) if drawn is None
+                     else drawn[first * total:(first + rows) * total]).reshape(rows, total)
         # floor(random() * size): a non-negative product, so truncated it is floored
-        yield [(drawn[:, start:start + size] * size).astype(np.intp)
+        yield [(drawn_now[:, start:start + size] * size).astype(np.intp)
                for start, size in zip(starts, sizes, strict=False)]
+
+
+SHARED_STREAM = 1 << 22
+"""Numbers of a seed's stream drawn once for many bootstraps (32 MiB)."""
+
+
+def random_stream(seed: int, count: int) -> npt.NDArray[np.float64]:
+    """The first ``count`` numbers ``random.Random(seed).random()`` gives."""
+    return np.random.RandomState(seed_words(seed)).random_sample(count)
 
 
 def stratified_median_intervals(
@@ -187,17 +219,22 @@ def stratified_median_intervals(
     by_sizes: dict[tuple[int, ...], list[int]] = {}
     for position, strata in enumerate(many):
         by_sizes.setdefault(tuple(map(len, strata)), []).append(position)
+    # Every bootstrap starts the stream of the same seed: its numbers are drawn
+    # once, for all (each takes as many as its resamples draw, from the start).
+    most = max((sum(sizes) for sizes in by_sizes), default=0) * resamples
+    drawn = random_stream(seed, most) if 0 < most <= SHARED_STREAM else None
     for sizes, positions in by_sizes.items():
         columns = [[DrawnMedians(np.array(stratum, dtype=np.float64)) for stratum in many[p]]
                    for p in positions]
-        values: list[list[float]] = [[] for _ in positions]
-        for draws in stratified_batches(sizes, seed=seed, resamples=resamples):
+        values: list[list[npt.NDArray[np.float64]]] = [[] for _ in positions]
+        for draws in stratified_batches(sizes, seed=seed, resamples=resamples, drawn=drawn):
             for drawable, found in zip(columns, values, strict=True):
                 value = statistic([column.of(drawn, all_known=all_known)
                                    for column, drawn in zip(drawable, draws, strict=True)])
-                found += value[np.isfinite(value)].tolist()
+                found.append(value[np.isfinite(value)])
         for position, found in zip(positions, values, strict=True):
-            intervals[position] = percentile_interval(found, resamples, confidence)
+            intervals[position] = sorted_percentile_interval(
+                np.sort(np.concatenate(found)), resamples, confidence)
     return intervals
 
 
