@@ -81,7 +81,10 @@ def columns_growing() -> Iterator[None]:
     free at its top (what glibc's own raised threshold would do): the
     aggregation's arrays, made and freed many times (a bootstrap's draws), are
     not mapped and faulted in afresh each time (mapped, the promotion gate's
-    bootstraps of 100 tasks took 2.4 s instead of 1)."""
+    bootstraps of 100 tasks took 2.4 s instead of 1). The settings stay the
+    process's (glibc has no way back to adjusting its own): only a report's
+    process reads so (the controller at a sweep's end, a wfbench command), and
+    what it keeps is what glibc's own adjustment would reach."""
     _mallopt(M_MMAP_THRESHOLD, MAPPED_FROM)
     try:
         yield

@@ -268,3 +268,12 @@ def test_improvement_and_candidate_names() -> None:
     assert incumbent_of("workflow") is None and incumbent_of("candidate_") is None
     assert candidate_pairs(["candidate_b", "b", "a", "candidate_a", "candidate_gone"]) == [
         ("candidate_a", "a"), ("candidate_b", "b")]
+
+
+@pytest.mark.parametrize("bad", [{"seed": 20261130.0}, {"seed": "7"}, {"confidence": 1.5},
+                                 {"confidence": 0.0}, {"resamples": 0}, {"resamples": 2.5}])
+def test_a_policy_the_bootstrap_cannot_follow_is_refused(bad: dict[str, Any]) -> None:
+    """A float seed would be another random stream (random.Random hashes it), a
+    confidence outside (0, 1) no interval: a clear error, never a made-up one."""
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        PromotionPolicy(**bad)

@@ -162,3 +162,42 @@ def test_a_tables_fields_are_its_rows_fields() -> None:
                 for r in table.rows()]
     assert table.fields(names, table.positions) == expected
     assert expected[4]["run"] == "two" and expected[7]["identity"] == {"oracle": "only"}
+
+
+def test_what_the_gate_reads_of_a_row_a_slim_row_has() -> None:
+    """The report's table holds a listed agent row slim (schema.SLIM): every
+    field the gate and its digests read of a row (Table.fields) must be there."""
+    from pytest_wfbench.aggregate.figures import METRICS
+    from pytest_wfbench.decisions import GATE_FIELDS
+    from pytest_wfbench.fields import USAGE_FIELDS
+    from pytest_wfbench.outdir import DIGEST_FIELDS
+    from pytest_wfbench.table.schema import SLIM
+
+    read = {*GATE_FIELDS, *DIGEST_FIELDS, *USAGE_FIELDS, *METRICS} - {"tokens"}
+    assert read <= SLIM, read - SLIM
+
+
+@pytest.mark.parametrize("task", [5, None, ["a", "list"]])
+def test_a_task_that_is_no_text_is_weighed_as_the_report_counts_it(task: Any) -> None:
+    """A row's task that is no string (a hand-edited or hostile results file)
+    is its text, as the report's figures take it: the gate never fails on it,
+    and its scored runs are the report's."""
+    rows = [row(f"t{t}", arm, r, resolved=True, cost_usd=1.0 + r + t)
+            for t in range(2) for arm in ("workflow", "candidate_workflow") for r in range(1, 4)]
+    for arm in ("workflow", "candidate_workflow"):
+        for r in range(1, 4):
+            odd = row("x", arm, r, resolved=True, cost_usd=2.0 + r)
+            odd["task"] = task
+            rows.append(odd)
+    for n, each in enumerate(rows):
+        each["cell_id"] = f"c{n}"
+    table = Table.of(rows)
+    summary = summarize_table(table, table.positions)
+    record: dict[str, Any] = {"settings": {"promotion": {"resamples": 50, "min_runs": 2}},
+                              "sessions": [{"finished_at": "2026-12-02T00:00:00Z"}]}
+    [evidence] = promotion_evidence(table, table.positions, summary, record)
+    scored = {t["task"]: t["candidate"]["scored_runs"] for t in evidence["tasks"]}
+    assert scored == {cell.task: cell.valid for cell in summary.cells
+                      if cell.arm == "candidate_workflow"}
+    assert scored[str(task)] == 3
+    assert all(t["interval_pct"] is not None for t in evidence["tasks"])

@@ -128,7 +128,10 @@ def test_a_coded_column_that_does_not_check_is_a_misshapen_frame() -> None:
     values, codes = frame[2][status]
     for bad in [(values, codes + b"\0"), (values, bytes([len(values)]) * 2), (list(values), codes),
                 (values,), (values, codes.decode()), (values[:0], codes),
-                (values, array("H", [0, 300]).tobytes())]:
+                (values, array("H", [0, 300]).tobytes()),
+                ((*values, values[0]), codes),  # a text twice
+                (tuple(f"v{n}" for n in range(257)), codes)]:  # more than a byte tells apart
         with pytest.raises(FrameError):
             check(with_status(bad))
-    assert check(with_status((("ran", *["x"] * 299), array("H", [0, 299]).tobytes())))
+    assert check(with_status((("ran", *(f"x{n}" for n in range(299))),
+                              array("H", [0, 299]).tobytes())))

@@ -81,12 +81,11 @@ def decide(rows: Iterable[Row], candidate: str, incumbent: str, policy: Promotio
     own = sorted((r for r in rows if r.get("arm") in (candidate, incumbent)), key=row_order)
     by_arm: dict[str, list[Row]] = {candidate: [], incumbent: []}
     groups: dict[tuple[str, str], list[Row]] = {}
-    for r in own:
+    for r in own:  # a task by its text, as the report's figures take it
         by_arm[r["arm"]].append(r)
-        if type(r["task"]) is str:  # the rows of a task named by a string
-            groups.setdefault((r["arm"], r["task"]), []).append(r)
-    ran_tasks = sorted({str(r["task"]) for r in own if r.get("status") == "ran"})
-    not_run = sorted({str(r["task"]) for r in own} - set(ran_tasks))
+        groups.setdefault((r["arm"], str(r.get("task"))), []).append(r)
+    ran_tasks = sorted({str(r.get("task")) for r in own if r.get("status") == "ran"})
+    not_run = sorted({str(r.get("task")) for r in own} - set(ran_tasks))
     own_rows = {arm: {task: groups.get((arm, task), []) for task in ran_tasks}
                 for arm in (candidate, incumbent)}
     figures = {arm: {task: _figures(rows_of, task, arm, figures_of)
@@ -97,8 +96,9 @@ def decide(rows: Iterable[Row], candidate: str, incumbent: str, policy: Promotio
                for arm, tasks_of in own_rows.items()}
     health = {arm: context.health.get(arm) or arm_health(by_arm[arm]).status
               for arm in (candidate, incumbent)}
-    drawn = [t for t in ran_tasks
-             if figures[candidate][t].valid >= 2 and figures[incumbent][t].valid >= 2]
+    drawn = [t for t in ran_tasks if figures[candidate][t].valid >= 2
+             and figures[incumbent][t].valid >= 2
+             and len(counted[candidate][t]) >= 2 and len(counted[incumbent][t]) >= 2]
     # Of each: the interval stratified_bootstrap gives of improvement(median_of(the
     # incumbent's drawn), median_of(the candidate's drawn)), all resamples at once.
     intervals = dict(zip(drawn, stratified_median_intervals(

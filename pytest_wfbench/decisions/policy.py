@@ -52,6 +52,12 @@ class PromotionPolicy:
             raise ValueError(f"expiry_days cannot be negative: {self.expiry_days}")
         if not 0.0 < self.resolved_share <= 1.0:
             raise ValueError(f"resolved_share is in (0, 1], not {self.resolved_share}")
+        if type(self.seed) is not int:  # random.Random would take another stream of a float
+            raise ValueError(f"seed must be an integer, not {self.seed!r}")
+        if type(self.resamples) is not int or self.resamples < 1:
+            raise ValueError(f"resamples must be an integer >= 1, not {self.resamples!r}")
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"confidence is in (0, 1), not {self.confidence}")
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

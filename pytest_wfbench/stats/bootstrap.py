@@ -87,6 +87,8 @@ def sorted_percentile_interval(ordered: npt.NDArray[np.float64], resamples: int,
     alpha = 1.0 - confidence
 
     def quantile(q: float) -> float:
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"a quantile is between 0 and 1, not {q}")
         position = q * (len(ordered) - 1)
         below = math.floor(position)
         low, high = float(ordered[below]), float(ordered[min(below + 1, len(ordered) - 1)])

@@ -188,7 +188,10 @@ def _coded(column: Any, count: int) -> bool:
         return False
     values, codes = column
     size = len(codes) // count if count else 1
-    if size not in CODE_TYPES or len(codes) != size * count:
+    if size not in CODE_TYPES or len(codes) != size * count or len(values) > 1 << (8 * size):
+        return False
+    texts = [value for value in values if value is None or type(value) is str]
+    if len(set(texts)) != len(texts):  # a text twice: two codes for one value
         return False
     if size == 1:  # every byte a code: none left once the codes there are taken out
         return not codes.translate(None, bytes(range(min(len(values), 256))))
