@@ -16,8 +16,7 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import Any, overload
 
-from pytest_wfbench.table.frame import CODE_TYPES
-from pytest_wfbench.table.schema import TEXT_TYPES
+from pytest_wfbench.table.frame import CODE_TYPES, code_column
 
 WIDTHS = (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32), ("Q", 1 << 64))
 """Code types, each with how many values its codes can tell apart."""
@@ -74,15 +73,7 @@ class Texts(Sequence[Any]):
     def extend(self, column: Iterable[Any]) -> None:
         """Add rows, these values in order."""
         column = column if isinstance(column, (list, tuple)) else list(column)
-        code, values = self._code, self.values
-        try:  # the usual rows: every value one the column has (no other value == a text)
-            codes = list(map(code.__getitem__, column))
-        except (KeyError, TypeError):  # a new value (or one that is no text)
-            codes = self._new_codes(column)
-        typecode = _width(len(values))
-        if typecode != self.codes.typecode:
-            self.codes = array(typecode, self.codes)
-        self.codes.fromlist(codes)
+        self.extend_coded(*code_column(column), len(column))
 
     def extend_coded(self, values: Sequence[Any], codes: bytes, count: int) -> None:
         """Add ``count`` rows, coded (a frame's column: frame.code_column),
@@ -100,16 +91,6 @@ class Texts(Sequence[Any]):
 
         found = np.frombuffer(codes, np.dtype(CODE_TYPES[len(codes) // count]))
         self.codes.frombytes(np.asarray(into, np.dtype(width))[found].tobytes())
-
-    def _new_codes(self, column: Sequence[Any]) -> list[int]:
-        code, values = self._code, self.values
-        if TEXT_TYPES.issuperset(map(type, column)):  # the usual column: C loops
-            for value in dict.fromkeys(column):  # each once, in the order rows have them
-                if value not in code:
-                    code[value] = len(values)
-                    values.append(value)
-            return list(map(code.__getitem__, column))
-        return list(map(self._code_of, column))
 
     def _code_of(self, value: Any) -> int:
         if value is None or type(value) is str:
