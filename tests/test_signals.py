@@ -45,6 +45,14 @@ def slow_suite(base: Path, marker: str) -> Suite:
         "sleeper": script_arm('sleep "${WFBENCH_TEST_SLEEP:-0.1}"')})
 
 
+def signals_by_default() -> None:
+    """The sweep's signals as a terminal gives them: a suite run under nohup
+    ignores SIGHUP, and a sweep started so rightly leaves an ignored signal
+    ignored (control/signals.py), which is not what these tests are about."""
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def a_worker(suite: Suite) -> int:
     """The pid of one of the sweep's xdist workers (they register in its work dir)."""
     record = json.loads((suite.out / "sweep.json").read_text())
@@ -56,7 +64,8 @@ def interrupt(suite: Suite, cwd: Path, extra: list[str], *, group: bool | None, 
               twice: bool, running: int, marker: str) -> int:
     command = [sys.executable, "-m", "pytest", *suite.args(*extra)]
     process = subprocess.Popen(command, cwd=cwd, start_new_session=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               preexec_fn=signals_by_default)
     try:
         deadline = time.monotonic() + 120
         while len(sleeping(marker)) < running:
