@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pytest_wfbench.aggregate import Summary, summarize_table
-from pytest_wfbench.aggregate.health import arm_health_at
 from pytest_wfbench.aggregate.select import (
     equal,
     flag_at,
@@ -26,15 +24,7 @@ from pytest_wfbench.aggregate.select import (
     positions_of,
 )
 from pytest_wfbench.audit.report import DEFAULT_MIN_KILL_RATE, audit_section
-from pytest_wfbench.decisions import (
-    GATE_FIELDS,
-    Digests,
-    PromotionContext,
-    PromotionPolicy,
-    candidate_pairs,
-    decide,
-)
-from pytest_wfbench.fields import USAGE_FIELDS
+from pytest_wfbench.decisions.evidence import promotion_evidence
 from pytest_wfbench.heap import collector_paused, columns_growing, freeze_long_lived
 from pytest_wfbench.lanes.report import render_lanes
 from pytest_wfbench.readback import results_table
@@ -55,6 +45,7 @@ from pytest_wfbench.store import (
     SWEEP,
     ResultsStore,
     iter_rows,
+    sweep_state,
 )
 from pytest_wfbench.table import Table, gather
 
@@ -116,11 +107,6 @@ def latest_per_cell(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         latest[str(row.get("cell_id"))] = row
     return list(latest.values())
-
-
-def sweep_state(record: dict[str, Any]) -> str:
-    sessions = record.get("sessions") or []
-    return str(sessions[-1].get("state", RUNNING)) if sessions else COMPLETE
 
 
 def state_reason(record: dict[str, Any]) -> str | None:
@@ -249,67 +235,6 @@ def _build_report(out_dir: Path, baseline_arm: str | None, use: CacheUse | None)
             {"schema_version": 1, "sweep_id": record.get("sweep_id"), "candidates": promotions},
             indent=2, sort_keys=True, allow_nan=False) + "\n"
     return report
-
-
-DIGEST_FIELDS = ("overlay_digest", "skills_fingerprint", "model", "effort", "identity")
-"""What the promotion evidence's digests read of a row."""
-GATE_STATES = {COMPLETE: "complete", CANCELLED: "cancelled"}
-"""The gate's sweep states; anything else that stopped a sweep early (the
-outage breaker, the budget, a dead process) is an aborted sweep to it."""
-
-
-def _by_task(rows: list[dict[str, Any]], key: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for row in rows:
-        value = (row.get("identity") or {}).get(key)
-        if value is not None:
-            values.setdefault(str(row["task"]), str(value))
-    return values
-
-
-def promotion_evidence(table: Table, positions: Sequence[int], summary: Summary,
-                       record: dict[str, Any]) -> list[dict[str, Any]]:
-    """promotion.json's evidence, one per candidate arm that ran beside its
-    incumbent: the gate (decisions/) on these rows, with the policy the sweep
-    was given and the digests that determine it, dated by the sweep's end (so a
-    re-render says the same)."""
-    arms = list(map(str, gather(table.obj("arm"), positions)))
-    pairs = candidate_pairs(set(arms))
-    if not pairs:
-        return []
-    wanted = {arm for pair in pairs for arm in pair}
-    settings = record.get("settings") or {}
-    policy = PromotionPolicy(**(settings.get("promotion") or {}))
-    # What the gate and the digests read of each row (the figures are the summary's).
-    chosen = [i for i, arm in zip(positions, arms, strict=True) if arm in wanted]
-    rows = table.fields([*GATE_FIELDS, *(USAGE_FIELDS if policy.metric == "tokens"
-                                         else (policy.metric,)), *DIGEST_FIELDS], chosen)
-    figures = {(cell.task, cell.arm): cell for cell in summary.cells}
-    sessions = record.get("sessions") or [{}]
-    ended = sessions[-1].get("finished_at") or sessions[-1].get("started_at")
-    now = (datetime.fromisoformat(str(ended).replace("Z", "+00:00")) if ended
-           else datetime(1970, 1, 1, tzinfo=UTC))
-    state = GATE_STATES.get(sweep_state(record), "aborted")
-    evidence = []
-    for candidate, incumbent in pairs:
-        own = [r for r in rows if r.get("arm") in (candidate, incumbent)]
-        cand = [r for r in own if r["arm"] == candidate]
-        inc = [r for r in own if r["arm"] == incumbent]
-        digests = Digests(
-            overlay=next((str(r["overlay_digest"]) for r in cand if r.get("overlay_digest")),
-                         None),
-            incumbent_skills=next((str(r["skills_fingerprint"]) for r in inc
-                                   if r.get("skills_fingerprint")), None),
-            task_prompts=_by_task(own, "task"), oracles=_by_task(own, "oracle"),
-            model=next((str(r["model"]) for r in own if r.get("model")), None),
-            effort=next((str(r["effort"]) for r in own if r.get("effort")), None),
-            harness_version=str(record.get("harness_version")))
-        health = {arm: summary.health[arm] if arm in summary.health else arm_health_at(
-            table, [i for i, of in zip(positions, arms, strict=True) if of == arm]).status
-            for arm in (candidate, incumbent)}
-        context = PromotionContext(state, digests, now, health)  # type: ignore[arg-type]
-        evidence.append(decide(own, candidate, incumbent, policy, context, figures))
-    return evidence
 
 
 def write_report(store: ResultsStore, *, baseline_arm: str | None = None,

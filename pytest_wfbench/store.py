@@ -281,3 +281,9 @@ def write_sweep_record(store: ResultsStore, record: dict[str, Any]) -> None:
 def read_environment(store: ResultsStore) -> dict[str, Any] | None:
     path = store.out_dir / ENVIRONMENT
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def sweep_state(record: dict[str, Any]) -> str:
+    """The state of a sweep's last session (sweep.json), complete when none ran."""
+    sessions = record.get("sessions") or []
+    return str(sessions[-1].get("state", RUNNING)) if sessions else COMPLETE

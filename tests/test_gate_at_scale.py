@@ -17,8 +17,8 @@ import pytest
 
 from pytest_wfbench.aggregate import summarize_table
 from pytest_wfbench.decisions import Digests, PromotionContext, PromotionPolicy, decide
+from pytest_wfbench.decisions.evidence import promotion_evidence
 from pytest_wfbench.decisions.gate import improvement
-from pytest_wfbench.outdir import promotion_evidence
 from pytest_wfbench.stats import bootstrap
 from pytest_wfbench.stats.bootstrap import stratified_bootstrap, stratified_median_intervals
 from pytest_wfbench.stats.medians import DrawnMedians, row_medians
@@ -81,11 +81,13 @@ def test_an_interval_of_medians_drawn_at_once_is_the_bootstraps(case: int) -> No
                                                 resamples=resamples)
 
 
-def test_drawn_medians_are_the_medians_of_what_each_row_drew() -> None:
+@pytest.mark.parametrize("size", [31, 40_000])  # ranks held in 16 bits, and wider
+def test_drawn_medians_are_the_medians_of_what_each_row_drew(size: int) -> None:
     rng = random.Random(9)
     for signed in (False, True):
-        values = np.array(column(rng, 31, missing=0.25, signed=signed))
-        drawn = np.array([[rng.randrange(31) for _ in range(31)] for _ in range(200)])
+        values = np.array(column(rng, size, missing=0.25, signed=signed))
+        drawn = np.array([[rng.randrange(size) for _ in range(size)]
+                          for _ in range(200 if size < 100 else 3)])
         expected = row_medians(values[drawn])
         for all_known in (False, True):
             want = expected.medians.copy()
@@ -162,6 +164,65 @@ def test_a_tables_fields_are_its_rows_fields() -> None:
                 for r in table.rows()]
     assert table.fields(names, table.positions) == expected
     assert expected[4]["run"] == "two" and expected[7]["identity"] == {"oracle": "only"}
+    rows[9]["identity"] = "no mapping"  # kept whole: no part of it is read
+    table = Table.of(rows)
+    order = list(table.positions)[::-1]
+    for name in names:
+        assert table.column(name, order) == [table.row(i).get(name) for i in order], name
+    for part in ("task", "oracle"):  # the parts held
+        identities = [table.row(i).get("identity") for i in order]
+        assert table.column("identity", order, part) == [
+            value.get(part) if isinstance(value, dict) else None for value in identities]
+    assert table.column("run", []) == []
+
+
+def test_the_evidences_digests_are_each_the_first_rows_that_has_one() -> None:
+    """Of the report's rows, in its order (not the file's): the first candidate
+    row's overlay that is not empty, the first incumbent row's skills, each
+    task's first prompt and oracle digest, the first model and effort; a row
+    kept whole (its run no number) is read as it is, and an identity that is
+    no mapping has no part."""
+    rng = random.Random(5)
+    rows = gate_rows(rng)
+    for n, each in enumerate(rows):
+        each["overlay_digest"] = f"o{n}" if n % 3 == 0 else ""
+        each["skills_fingerprint"] = f"s{n}" if n % 4 == 1 else None
+        each["model"], each["effort"] = f"m{n}", (f"e{n}" if n % 5 == 2 else None)
+        each["identity"] = ({"task": f"p{n}"} if n % 2 else {"oracle": f"q{n}"}
+                            if n % 7 else "no mapping")
+    rows[10]["run"] = "two"  # kept whole
+    rows[11]["identity"] = {"task": 7, "oracle": None}
+    table = Table.of(rows)
+    order = list(table.positions)
+    random.Random(1).shuffle(order)
+    table.positions = type(table.positions)(table.positions.typecode, order)
+    summary = summarize_table(table, table.positions)
+    record: dict[str, Any] = {"settings": {"promotion": {"resamples": 20, "min_runs": 2}},
+                              "harness_version": "9"}
+    [evidence] = promotion_evidence(table, table.positions, summary, record)
+    shown = [table.row(i) for i in order]
+    own = [r for r in shown if r["arm"] in ("workflow", "candidate_workflow")]
+
+    def first(name: str, rows: list[dict[str, Any]]) -> str | None:
+        return next((str(r[name]) for r in rows if r.get(name)), None)
+
+    def by_task(part: str) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for r in own:
+            identity = r.get("identity")
+            value = identity.get(part) if isinstance(identity, dict) else None
+            if value is not None:
+                found.setdefault(str(r["task"]), str(value))
+        return dict(sorted(found.items()))
+
+    assert evidence["digests"] == {
+        "overlay": first("overlay_digest", [r for r in own if r["arm"] != "workflow"]),
+        "incumbent_skills": first("skills_fingerprint",
+                                  [r for r in own if r["arm"] == "workflow"]),
+        "task_prompts": by_task("task"), "oracles": by_task("oracle"),
+        "model": first("model", own), "effort": first("effort", own), "harness_version": "9"}
+    assert evidence["digests"]["overlay"] != first(
+        "overlay_digest", [r for r in rows if r["arm"] == "candidate_workflow"])  # the order
 
 
 def test_what_the_gate_reads_of_a_row_a_slim_row_has() -> None:
@@ -169,8 +230,8 @@ def test_what_the_gate_reads_of_a_row_a_slim_row_has() -> None:
     field the gate and its digests read of a row (Table.fields) must be there."""
     from pytest_wfbench.aggregate.figures import METRICS
     from pytest_wfbench.decisions import GATE_FIELDS
+    from pytest_wfbench.decisions.evidence import DIGEST_FIELDS
     from pytest_wfbench.fields import USAGE_FIELDS
-    from pytest_wfbench.outdir import DIGEST_FIELDS
     from pytest_wfbench.table.schema import SLIM
 
     read = {*GATE_FIELDS, *DIGEST_FIELDS, *USAGE_FIELDS, *METRICS} - {"tokens"}

@@ -35,7 +35,7 @@ from typing import Any
 
 from pytest_wfbench.aggregate import row_order
 from pytest_wfbench.identity import differences
-from pytest_wfbench.outdir import state_reason, sweep_state
+from pytest_wfbench.outdir import state_reason
 from pytest_wfbench.store import (
     ABORTED,
     BUDGET,
@@ -43,6 +43,7 @@ from pytest_wfbench.store import (
     COMPLETE,
     RUNNING,
     SWEEP_RECORD_VERSION,
+    sweep_state,
 )
 
 Row = dict[str, Any]

@@ -125,8 +125,10 @@ class DrawnMedians:
         order = np.argsort(column, kind="stable")  # NaN last
         self.ordered = column[order]
         self.known = int(np.count_nonzero(~np.isnan(column)))
-        self.ranks = np.empty(len(column), dtype=np.intp)
-        self.ranks[order] = np.arange(len(column))
+        # a rank in the narrowest integers that hold it (sorted fastest)
+        kind = np.int16 if len(column) <= np.iinfo(np.int16).max else np.intp
+        self.ranks = np.empty(len(column), dtype=kind)
+        self.ranks[order] = np.arange(len(column), dtype=kind)
 
     def of(self, drawn: npt.NDArray[np.intp], *, all_known: bool = False) -> Column:
         """Each row's median of the known values it drew (NaN where it drew
@@ -136,7 +138,8 @@ class DrawnMedians:
             found = row_medians(self.column[drawn])
             middle, missing = found.medians, found.missing
         else:
-            ranks = np.sort(self.ranks[drawn], axis=1)  # a row's drawn values, in order
+            ranks = np.take(self.ranks, drawn)
+            ranks.sort(axis=1)  # a row's drawn values, in order
             known = (np.full(rows, size) if self.known == size
                      else (ranks < self.known).sum(axis=1))  # the missing ones rank last
             every = np.arange(rows)

@@ -271,6 +271,24 @@ class Table:
                 out.append({name: row[name] for name in names if row.get(name) is not None})
         return out
 
+    def column(self, name: str, positions: Sequence[int], part: str | None = None) -> list[Any]:
+        """Of each of these rows, one field (:meth:`fields`'s value of it, None
+        where it is null), or one ``part`` of its identity (None where the row's
+        identity is not a mapping): a kept row's from it."""
+        values = (list(self.identity[part].at(positions)) if part is not None
+                  else self._values(name, positions))
+        kept = self.kept
+        if kept and positions:
+            import numpy as np  # a report's: the workers that write rows never load numpy
+
+            at = np.asarray(positions, dtype=np.int64)
+            for n in np.flatnonzero(np.isin(at, np.fromiter(kept, np.int64, len(kept)))).tolist():
+                value = kept[int(at[n])].get(name)
+                if part is not None:
+                    value = value.get(part) if isinstance(value, Mapping) else None
+                values[n] = value
+        return values
+
     def _values(self, name: str, positions: Sequence[int]) -> list[Any]:
         """A held field's values at these positions, as :meth:`value` gives each
         (of ``identity``, the parts held, as :meth:`row` has them)."""

@@ -1,0 +1,98 @@
+"""promotion.json's evidence from a report's table: the gate (:func:`decide`)
+given the rows of each candidate and its incumbent, a few fields each, the
+report's figures, and the digests that determine the evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pytest_wfbench.aggregate import Row, Summary
+from pytest_wfbench.aggregate.health import arm_health_at
+from pytest_wfbench.decisions.gate import GATE_FIELDS, decide
+from pytest_wfbench.decisions.policy import Digests, PromotionContext, PromotionPolicy
+from pytest_wfbench.fields import USAGE_FIELDS
+from pytest_wfbench.store import CANCELLED, COMPLETE, sweep_state
+from pytest_wfbench.table import Table, gather
+from pytest_wfbench.tasks.arms import candidate_pairs
+
+DIGEST_FIELDS = ("overlay_digest", "skills_fingerprint", "model", "effort", "identity")
+"""What the promotion evidence's digests read of a row."""
+GATE_STATES = {COMPLETE: "complete", CANCELLED: "cancelled"}
+"""The gate's sweep states; anything else that stopped a sweep early (the
+outage breaker, the budget, a dead process) is an aborted sweep to it."""
+
+
+def promotion_evidence(table: Table, positions: Sequence[int], summary: Summary,
+                       record: dict[str, Any]) -> list[dict[str, Any]]:
+    """promotion.json's evidence, one per candidate arm that ran beside its
+    incumbent: the gate (decisions/) on these rows, with the policy the sweep
+    was given and the digests that determine it, dated by the sweep's end (so a
+    re-render says the same)."""
+    arms = list(map(str, gather(table.obj("arm"), positions)))
+    pairs = candidate_pairs(set(arms))
+    if not pairs:
+        return []
+    settings = record.get("settings") or {}
+    policy = PromotionPolicy(**(settings.get("promotion") or {}))
+    of_arm: dict[str, list[int]] = {arm: [] for pair in pairs for arm in pair}
+    for i, arm in zip(positions, arms, strict=True):
+        if arm in of_arm:
+            of_arm[arm].append(i)
+    # What the gate reads of each row (the figures are the summary's).
+    read = [*GATE_FIELDS, *(USAGE_FIELDS if policy.metric == "tokens" else (policy.metric,))]
+    rows = dict(zip(of_arm, _split(table.fields(read, [i for own in of_arm.values()
+                                                        for i in own]),
+                                   list(map(len, of_arm.values()))), strict=True))
+    figures = {(cell.task, cell.arm): cell for cell in summary.cells}
+    sessions = record.get("sessions") or [{}]
+    ended = sessions[-1].get("finished_at") or sessions[-1].get("started_at")
+    now = (datetime.fromisoformat(str(ended).replace("Z", "+00:00")) if ended
+           else datetime(1970, 1, 1, tzinfo=UTC))
+    state = GATE_STATES.get(sweep_state(record), "aborted")
+    evidence = []
+    for candidate, incumbent in pairs:
+        own = [i for i, arm in zip(positions, arms, strict=True) if arm in (candidate, incumbent)]
+        digests = _digests(table, own, of_arm[candidate], of_arm[incumbent],
+                           str(record.get("harness_version")))
+        health = {arm: summary.health[arm] if arm in summary.health
+                  else arm_health_at(table, of_arm[arm]).status
+                  for arm in (candidate, incumbent)}
+        context = PromotionContext(state, digests, now, health)  # type: ignore[arg-type]
+        evidence.append(decide([*rows[candidate], *rows[incumbent]], candidate, incumbent,
+                               policy, context, figures))
+    return evidence
+
+
+def _split(rows: list[Row], sizes: list[int]) -> list[list[Row]]:
+    out, start = [], 0
+    for size in sizes:
+        out.append(rows[start:start + size])
+        start += size
+    return out
+
+
+def _first(table: Table, name: str, positions: Sequence[int]) -> str | None:
+    """The field's first value among these rows that is not empty, as text."""
+    return next((str(value) for value in table.column(name, positions) if value), None)
+
+
+def _digests(table: Table, own: Sequence[int], candidate: Sequence[int],
+             incumbent: Sequence[int], harness_version: str) -> Digests:
+    """The digests of a candidate's evidence: of its overlay (the candidate's
+    rows), the incumbent's skills, each task's prompt and oracle (by the task's
+    text: its first row's that has one), the model and effort (both arms' rows)."""
+    tasks = table.column("task", own)
+    by_task = []
+    for part in ("task", "oracle"):
+        found: dict[str, str] = {}
+        for task, value in zip(tasks, table.column("identity", own, part), strict=True):
+            if value is not None:
+                found.setdefault(str(task), str(value))
+        by_task.append(found)
+    return Digests(
+        overlay=_first(table, "overlay_digest", candidate),
+        incumbent_skills=_first(table, "skills_fingerprint", incumbent),
+        task_prompts=by_task[0], oracles=by_task[1], model=_first(table, "model", own),
+        effort=_first(table, "effort", own), harness_version=harness_version)
