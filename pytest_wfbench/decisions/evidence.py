@@ -4,15 +4,15 @@ report's figures, and the digests that determine the evidence."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pytest_wfbench.aggregate import Row, Summary
+from pytest_wfbench.aggregate import Health, Summary, TaskArm, task_arm
+from pytest_wfbench.aggregate.figures import in_run_order
 from pytest_wfbench.aggregate.health import arm_health_at
-from pytest_wfbench.decisions.gate import GATE_FIELDS, decide
+from pytest_wfbench.decisions.gate import Weighed, weigh
 from pytest_wfbench.decisions.policy import Digests, PromotionContext, PromotionPolicy
-from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.store import CANCELLED, COMPLETE, sweep_state
 from pytest_wfbench.table import Table, gather
 from pytest_wfbench.tasks.arms import candidate_pairs
@@ -40,11 +40,6 @@ def promotion_evidence(table: Table, positions: Sequence[int], summary: Summary,
     for i, arm in zip(positions, arms, strict=True):
         if arm in of_arm:
             of_arm[arm].append(i)
-    # What the gate reads of each row (the figures are the summary's).
-    read = [*GATE_FIELDS, *(USAGE_FIELDS if policy.metric == "tokens" else (policy.metric,))]
-    rows = dict(zip(of_arm, _split(table.fields(read, [i for own in of_arm.values()
-                                                        for i in own]),
-                                   list(map(len, of_arm.values()))), strict=True))
     figures = {(cell.task, cell.arm): cell for cell in summary.cells}
     sessions = record.get("sessions") or [{}]
     ended = sessions[-1].get("finished_at") or sessions[-1].get("started_at")
@@ -60,17 +55,57 @@ def promotion_evidence(table: Table, positions: Sequence[int], summary: Summary,
                   else arm_health_at(table, of_arm[arm]).status
                   for arm in (candidate, incumbent)}
         context = PromotionContext(state, digests, now, health)  # type: ignore[arg-type]
-        evidence.append(decide([*rows[candidate], *rows[incumbent]], candidate, incumbent,
-                               policy, context, figures))
+        weighed = _weighed(table, of_arm, candidate, incumbent, policy.metric, figures, health)
+        evidence.append(weigh(weighed, candidate, incumbent, policy, context))
     return evidence
 
 
-def _split(rows: list[Row], sizes: list[int]) -> list[list[Row]]:
-    out, start = [], 0
-    for size in sizes:
-        out.append(rows[start:start + size])
-        start += size
-    return out
+def _weighed(table: Table, of_arm: Mapping[str, Sequence[int]], candidate: str, incumbent: str,
+             metric: str, figures_of: Mapping[tuple[str, str], TaskArm],
+             health: dict[str, Health]) -> Weighed:
+    """What the gate weighs (:func:`pytest_wfbench.decisions.gate.weighed`) of
+    the two arms' rows, read from the table's columns, with their figures."""
+    status, cell_id = table.texts("status"), table.obj("cell_id")
+    codes, ran = status.codes, status.code("ran")
+    counted, reused = table.flag("counted"), table.flag("reused")
+    groups: dict[str, dict[str, list[int]]] = {}
+    ran_tasks: set[str] = set()
+    for arm in (candidate, incumbent):
+        of_task: dict[str, list[int]] = {}
+        groups[arm] = of_task
+        for i, task in zip(of_arm[arm], map(str, gather(table.obj("task"), of_arm[arm])),
+                           strict=True):
+            of_task.setdefault(task, []).append(i)
+            if codes[i] == ran:
+                ran_tasks.add(task)
+    tasks = sorted(ran_tasks)
+    in_order = {arm: {task: in_run_order(table, of_task[task]) for task in sorted(of_task)}
+                for arm, of_task in groups.items()}
+    numbers = table.number(metric) if metric != "tokens" else None
+
+    def values(positions: list[int]) -> list[float]:
+        ran_counted = [i for i in positions if codes[i] == ran and counted[i] == 1]
+        return table.tokens(ran_counted) if numbers is None else [numbers[i] for i in ran_counted]
+
+    def figures(task: str, arm: str) -> TaskArm:
+        found = figures_of.get((task, arm))
+        if found is None:
+            if task in groups[arm]:
+                raise ValueError(f"no figures of {arm} on {task}, whose rows are not whole")
+            return task_arm([], task, arm)
+        return found
+
+    return Weighed(
+        ran_tasks=tasks,
+        not_run=sorted({task for of_task in groups.values() for task in of_task} - ran_tasks),
+        figures={arm: {task: figures(task, arm) for task in tasks}
+                 for arm in (candidate, incumbent)},
+        values={arm: {task: values(in_order[arm].get(task, [])) for task in tasks}
+                for arm in (candidate, incumbent)},
+        health=health,
+        excluded=[str(cell_id[i]) for positions in in_order[candidate].values()
+                  for i in positions
+                  if codes[i] == ran and reused[i] != 1 and counted[i] != 1])
 
 
 def _first(table: Table, name: str, positions: Sequence[int]) -> str | None:

@@ -65,6 +65,24 @@ class Condition:
                 "detail": self.detail}
 
 
+@dataclass(frozen=True)
+class Weighed:
+    """What the gate weighs of a candidate's and its incumbent's rows, a task
+    by its text (as the report's figures take it)."""
+
+    ran_tasks: list[str]
+    """The tasks where either arm has a row that ran, sorted."""
+    not_run: list[str]
+    """The other tasks of their rows, sorted."""
+    figures: dict[str, dict[str, TaskArm]]
+    """Arm -> task (of ran_tasks) -> its figures (empty: the arm has no row of it)."""
+    values: dict[str, dict[str, list[float]]]
+    """Arm -> task -> the metric of each counted run, in row_order (NaN: null)."""
+    health: dict[str, Health]
+    excluded: list[str]
+    """The cell ids of the candidate's fresh runs not counted, in row_order."""
+
+
 def decide(rows: Iterable[Row], candidate: str, incumbent: str, policy: PromotionPolicy,
            context: PromotionContext,
            figures_of: Mapping[tuple[str, str], TaskArm] | None = None) -> dict[str, Any]:
@@ -78,6 +96,14 @@ def decide(rows: Iterable[Row], candidate: str, incumbent: str, policy: Promotio
     ``figures_of`` (by task and arm) are the figures of the same rows already
     taken (the report's summary): then a row need only have what else is read
     (GATE_FIELDS and the metric's), and the health of both arms be known."""
+    return weigh(weighed(rows, candidate, incumbent, policy, context, figures_of),
+                 candidate, incumbent, policy, context)
+
+
+def weighed(rows: Iterable[Row], candidate: str, incumbent: str, policy: PromotionPolicy,
+            context: PromotionContext,
+            figures_of: Mapping[tuple[str, str], TaskArm] | None = None) -> Weighed:
+    """What :func:`decide` weighs of these rows."""
     own = sorted((r for r in rows if r.get("arm") in (candidate, incumbent)), key=row_order)
     by_arm: dict[str, list[Row]] = {candidate: [], incumbent: []}
     groups: dict[tuple[str, str], list[Row]] = {}
@@ -85,33 +111,42 @@ def decide(rows: Iterable[Row], candidate: str, incumbent: str, policy: Promotio
         by_arm[r["arm"]].append(r)
         groups.setdefault((r["arm"], str(r.get("task"))), []).append(r)
     ran_tasks = sorted({str(r.get("task")) for r in own if r.get("status") == "ran"})
-    not_run = sorted({str(r.get("task")) for r in own} - set(ran_tasks))
     own_rows = {arm: {task: groups.get((arm, task), []) for task in ran_tasks}
                 for arm in (candidate, incumbent)}
-    figures = {arm: {task: _figures(rows_of, task, arm, figures_of)
-                     for task, rows_of in tasks_of.items()}
-               for arm, tasks_of in own_rows.items()}
-    counted = {arm: {task: [r for r in rows_of if r.get("status") == "ran" and r.get("counted")]
-                     for task, rows_of in tasks_of.items()}
-               for arm, tasks_of in own_rows.items()}
-    health = {arm: context.health.get(arm) or arm_health(by_arm[arm]).status
-              for arm in (candidate, incumbent)}
-    drawn = [t for t in ran_tasks if figures[candidate][t].valid >= 2
+    return Weighed(
+        ran_tasks=ran_tasks,
+        not_run=sorted({str(r.get("task")) for r in own} - set(ran_tasks)),
+        figures={arm: {task: _figures(rows_of, task, arm, figures_of)
+                       for task, rows_of in tasks_of.items()}
+                 for arm, tasks_of in own_rows.items()},
+        values={arm: {task: [NAN if (value := metric(r, policy.metric)) is None else value
+                             for r in rows_of if r.get("status") == "ran" and r.get("counted")]
+                      for task, rows_of in tasks_of.items()}
+                for arm, tasks_of in own_rows.items()},
+        health={arm: context.health.get(arm) or arm_health(by_arm[arm]).status
+                for arm in (candidate, incumbent)},
+        excluded=[str(r["cell_id"]) for r in by_arm[candidate]
+                  if is_fresh(r) and not r.get("counted")])
+
+
+def weigh(weighed: Weighed, candidate: str, incumbent: str, policy: PromotionPolicy,
+          context: PromotionContext) -> dict[str, Any]:
+    """:func:`decide`'s evidence of what it weighs."""
+    figures, values, health = weighed.figures, weighed.values, weighed.health
+    excluded = weighed.excluded
+    drawn = [t for t in weighed.ran_tasks if figures[candidate][t].valid >= 2
              and figures[incumbent][t].valid >= 2
-             and len(counted[candidate][t]) >= 2 and len(counted[incumbent][t]) >= 2]
+             and len(values[candidate][t]) >= 2 and len(values[incumbent][t]) >= 2]
     # Of each: the interval stratified_bootstrap gives of improvement(median_of(the
     # incumbent's drawn), median_of(the candidate's drawn)), all resamples at once.
     intervals = dict(zip(drawn, stratified_median_intervals(
-        [[[NAN if (value := metric(row, policy.metric)) is None else value for row in rows]
-          for rows in (counted[candidate][t], counted[incumbent][t])] for t in drawn],
+        [[values[candidate][t], values[incumbent][t]] for t in drawn],
         lambda medians: improvements(medians[1], medians[0]),
         all_known=policy.metric == "cost_usd", seed=policy.seed,
         resamples=policy.resamples, confidence=policy.confidence), strict=True))
     tasks = [_task_evidence(figures[candidate][t], figures[incumbent][t], policy,
-                            intervals.get(t)) for t in ran_tasks]
+                            intervals.get(t)) for t in weighed.ran_tasks]
     overall = _overall_evidence(figures[candidate], figures[incumbent], tasks, policy)
-    excluded = [str(r["cell_id"]) for r in by_arm[candidate]
-                if is_fresh(r) and not r.get("counted")]
     conditions = _conditions(policy, context, health, excluded, tasks, overall)
     failed = [c for c in conditions if c.required and not c.held]
     verdict = KEEP_INCUMBENT if failed else PROMOTE
@@ -132,7 +167,7 @@ def decide(rows: Iterable[Row], candidate: str, incumbent: str, policy: Promotio
         "health": {arm: status.value for arm, status in health.items()},
         "metric": policy.metric,
         "tasks": tasks,
-        "tasks_not_run": not_run,
+        "tasks_not_run": weighed.not_run,
         "excluded_candidate_runs": excluded,
         "overall": overall,
         "conditions": [c.to_json() for c in conditions],
