@@ -128,9 +128,27 @@ def gate_rows(rng: random.Random) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("metric", ["cost_usd", "tokens", "session_duration_s"])
 def test_the_reports_evidence_is_the_gates_of_whole_rows(metric: str) -> None:
+    """What the report's gate weighs is read from the table's columns
+    (decisions/evidence.py); decide() reads it of whole rows: the same evidence,
+    whatever the order the report lists the rows in, and with runs tied in
+    row_order (two cells of one task, arm and run: their order is the report's)."""
     rng = random.Random(len(metric))
     rows = gate_rows(rng)
+    weighed = [n for n, r in enumerate(rows) if r["arm"] != "baseline"
+               and r.get("status") == "ran" and r.get("counted") and not r.get("reused")]
+    twins = {}  # a second cell of the same task, arm and run, listed before the first
+    for n in weighed[:3] + weighed[-3:]:
+        twins[len(rows)] = n
+        rows.append(dict(rows[n], cell_id=f"{rows[n]['cell_id']}-again", cost_usd=9.5,
+                         input_tokens=77, session_duration_s=0.25, counted=n != weighed[0]))
     table = Table.of(rows)
+    order = list(table.positions)
+    rng.shuffle(order)
+    for twin, first in twins.items():
+        if order.index(twin) > order.index(first):
+            a, b = order.index(twin), order.index(first)
+            order[a], order[b] = order[b], order[a]
+    table.positions = type(table.positions)(table.positions.typecode, order)
     record: dict[str, Any] = {
         "settings": {"promotion": {"metric": metric, "resamples": 400, "min_runs": 2}},
         "sessions": [{"finished_at": "2026-12-02T00:00:00Z"}], "harness_version": "9"}
@@ -261,4 +279,21 @@ def test_a_task_that_is_no_text_is_weighed_as_the_report_counts_it(task: Any) ->
     assert scored == {cell.task: cell.valid for cell in summary.cells
                       if cell.arm == "candidate_workflow"}
     assert scored[str(task)] == 3
+    assert all(t["interval_pct"] is not None for t in evidence["tasks"])
+
+
+def test_a_run_that_is_no_number_is_weighed_as_the_report_orders_it() -> None:
+    """A hand-edited row whose run is no number is kept whole; the report's
+    figures take its run as 0 (row_order of whole rows fails on it): the
+    report's gate reads the same columns, and never fails on it."""
+    rows = [row(f"t{t}", arm, r, resolved=True, cost_usd=1.0 + r + t)
+            for t in range(2) for arm in ("workflow", "candidate_workflow") for r in range(1, 4)]
+    rows[4]["run"] = "two"
+    for n, each in enumerate(rows):
+        each["cell_id"] = f"c{n}"
+    table = Table.of(rows)
+    summary = summarize_table(table, table.positions)
+    record: dict[str, Any] = {"settings": {"promotion": {"resamples": 50, "min_runs": 2}}}
+    [evidence] = promotion_evidence(table, table.positions, summary, record)
+    assert [t["candidate"]["scored_runs"] for t in evidence["tasks"]] == [3, 3]
     assert all(t["interval_pct"] is not None for t in evidence["tasks"])
