@@ -140,8 +140,13 @@ class DrawnMedians:
         else:
             ranks = np.take(self.ranks, drawn)
             ranks.sort(axis=1)  # a row's drawn values, in order
-            known = (np.full(rows, size) if self.known == size
-                     else (ranks < self.known).sum(axis=1))  # the missing ones rank last
+            if self.known == size:  # every row's middle at the same places
+                below = self.ordered[ranks[:, (size - 1) // 2]]
+                if size % 2:
+                    return below
+                with np.errstate(over="ignore", invalid="ignore"):
+                    return (below + self.ordered[ranks[:, size // 2]]) / 2
+            known = (ranks < self.known).sum(axis=1)  # the missing ones rank last
             every = np.arange(rows)
             below = self.ordered[ranks[every, np.maximum(known - 1, 0) // 2]]
             above = self.ordered[ranks[every, np.minimum(known // 2, size - 1)]]
