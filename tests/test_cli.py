@@ -20,6 +20,7 @@ from pytest_wfbench.outdir import build_report, write_report
 from pytest_wfbench.redact import Redactor
 from pytest_wfbench.store import ResultsStore
 from tests.conftest import Suite, script_arm, task_yaml
+from tests.rows import row as hand_row
 
 SuiteFactory = Callable[..., Suite]
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +88,35 @@ def test_usage_errors_name_the_argument_and_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2 and "invalid choice: 'nonsense'" in result.stderr
     assert wfbench("schema", "other").returncode == 2
     assert wfbench("report", tmp_path, "--", "-n", "2").returncode == 2
+
+
+@pytest.mark.rows_by_hand
+def test_a_recorded_promotion_policy_the_gate_cannot_apply_is_a_usage_error(
+        tmp_path: Path) -> None:
+    """sweep.json's promotion settings (hand-edited, or of another version) are
+    checked as the options are: the key or value named, exit 2, no traceback."""
+    rows = [hand_row("t", arm, 1, resolved=True, cost_usd=1.0)
+            for arm in ("workflow", "candidate_workflow")]
+    for n, each in enumerate(rows):
+        each["cell_id"], each["sweep_id"] = f"c{n}", "s"
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for promotion, said in (({"bogus": 1}, "unknown promotion settings bogus (known: metric"),
+                            ({"min_runs": "3"}, "promotion setting min_runs must be an integer"),
+                            ({"require_significance": 1},
+                             "promotion setting require_significance must be true or false"),
+                            ({"metric": "nope"}, "promotion metric 'nope' is not one of"),
+                            ([1], "the promotion settings are not a mapping")):
+        (tmp_path / "sweep.json").write_text(json.dumps(
+            {"sweep_id": "s", "settings": {"promotion": promotion}}))
+        result = wfbench("report", tmp_path)
+        assert result.returncode == 2, result.stderr
+        assert f"wfbench report: DIR {tmp_path}: sweep.json: {said}" in result.stderr
+        assert "Traceback" not in result.stderr
+    (tmp_path / "sweep.json").write_text(json.dumps(
+        {"sweep_id": "s", "settings": {"promotion": {"min_improvement": 3, "seed": 7}}}))
+    assert wfbench("report", tmp_path).returncode == 0  # a float setting takes an integer
+    assert json.loads((tmp_path / "promotion.json").read_text())["candidates"][0]["policy"][
+        "min_improvement"] == 3
 
 
 @pytest.mark.parametrize("command", ["report", "compare", "merge", "validate", "schema"])

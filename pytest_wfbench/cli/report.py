@@ -8,11 +8,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pytest_wfbench.cli.errors import FAILED, OK, CliError
+from pytest_wfbench.cli.errors import FAILED, OK, USAGE, CliError
 from pytest_wfbench.cli.outdirs import read_sweep_dir
+from pytest_wfbench.decisions.policy import PolicyError
 from pytest_wfbench.outdir import write_report
 from pytest_wfbench.redact import Redactor
-from pytest_wfbench.store import ResultsStore
+from pytest_wfbench.store import SWEEP, ResultsStore
 
 
 def add_parser(commands: Any) -> None:
@@ -22,7 +23,8 @@ def add_parser(commands: Any) -> None:
         "(results.jsonl, sweep.json, environment.json, artifacts/): report.md, report.html "
         "when Jinja2 is installed, and promotion.json when candidate arms ran. They are "
         "what the sweep wrote, byte for byte.",
-        epilog="exit status: 0 written; 2 usage error (DIR is not an out dir); 3 a file could "
+        epilog="exit status: 0 written; 2 usage error (DIR is not an out dir, or its "
+        "promotion settings are not a policy); 3 a file could "
         "not be written or report.html failed to render")
     parser.add_argument("dir", metavar="DIR", type=Path, help="the sweep's out dir")
     parser.add_argument("--baseline-arm", metavar="NAME",
@@ -41,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         raise CliError(f"DIR {args.dir}: the report cannot be written: {error}",
                        FAILED) from error
+    except PolicyError as error:
+        raise CliError(f"DIR {args.dir}: {SWEEP}: {error}", USAGE) from None
     for name in report.files:
         print(f"wfbench report: {out.path / name}")
     print(html.line)

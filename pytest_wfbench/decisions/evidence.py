@@ -35,7 +35,7 @@ def promotion_evidence(table: Table, positions: Sequence[int], summary: Summary,
     if not pairs:
         return []
     settings = record.get("settings") or {}
-    policy = PromotionPolicy(**(settings.get("promotion") or {}))
+    policy = PromotionPolicy.of_settings(settings.get("promotion") or None)
     of_arm: dict[str, list[int]] = {arm: [] for pair in pairs for arm in pair}
     for i, arm in zip(positions, arms, strict=True):
         if arm in of_arm:

@@ -62,6 +62,39 @@ class PromotionPolicy:
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def of_settings(cls, settings: object) -> PromotionPolicy:
+        """The policy a sweep recorded (sweep.json's ``settings.promotion``; none:
+        the defaults), or PolicyError naming what is wrong with it (a key the gate
+        does not know, a value of the wrong kind or out of range)."""
+        if settings is None:
+            return cls()
+        if not isinstance(settings, Mapping):
+            raise PolicyError(f"the promotion settings are not a mapping: {settings!r}")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(map(str, set(settings) - set(fields)))
+        if unknown:
+            raise PolicyError(f"unknown promotion settings {', '.join(unknown)} (known: "
+                              f"{', '.join(fields)})")
+        for name, value in settings.items():
+            kind = type(fields[name].default)
+            fits = (type(value) is kind if kind in (int, bool, str)
+                    else type(value) in (int, float))  # a float setting takes an integer
+            if not fits:
+                raise PolicyError(f"promotion setting {name} must be {KINDS[kind]}, "
+                                  f"not {value!r}")
+        try:
+            return cls(**settings)
+        except ValueError as error:
+            raise PolicyError(str(error)) from None
+
+
+KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+class PolicyError(ValueError):
+    """A recorded promotion policy the gate cannot apply."""
+
 
 DigestValue = str | dict[str, str] | None
 
