@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, overload
 
 from pytest_wfbench import __version__
 from pytest_wfbench.table import Frame, FrameError, Table, check, encode
+from pytest_wfbench.table.frame import KEY_SIZE as KEY_SIZE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,9 +39,9 @@ if TYPE_CHECKING:
 Row = dict[str, Any]
 
 CACHE = ".results.projections"
-FORMAT = 4
+FORMAT = 5
 """Of the frames: a change of the table's columns must change it (4: shared
-strings coded)."""
+strings coded; 5: cell ids packed, keys a blob)."""
 MAGIC = b"WFP1"
 TAG = hashlib.sha256(
     f"{FORMAT}\0{__version__}\0{sys.version_info[:2]}\0{marshal.version}\0{sys.byteorder}"
@@ -95,8 +96,6 @@ def _frames(stream: IO[bytes]) -> Iterator[Frame | None]:
     yield None
 
 
-KEY_SIZE = 32
-"""A line's key: its sha256 digest."""
 
 
 class LineKeys(Sequence[bytes]):
@@ -151,17 +150,11 @@ class _Read:
     unkeyed: int = 0
     """Rows of frames without keys: no line finds them."""
 
-    def add(self, keys: tuple[bytes, ...], base: int) -> None:
-        """The keys of a frame whose first row is at ``base`` (a key of another
-        size is no line's: left out, and never cut into others)."""
-        if all(len(key) == KEY_SIZE for key in keys):
-            self.keys += b"".join(keys)
-            self.positions.extend(range(base, base + len(keys)))
-            return
-        for offset, key in enumerate(keys):
-            if len(key) == KEY_SIZE:
-                self.keys += key
-                self.positions.append(base + offset)
+    def add(self, keys: bytes, base: int) -> None:
+        """The keys of a frame (checked: KEY_SIZE bytes a row) whose first row
+        is at ``base``."""
+        self.keys += keys
+        self.positions.extend(range(base, base + len(keys) // KEY_SIZE))
 
     @cached_property
     def index(self) -> dict[bytes, int]:

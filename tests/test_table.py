@@ -326,32 +326,33 @@ def test_the_spend_line_sums_each_arms_fresh_cells() -> None:
 def test_the_lines_keys_are_found_as_a_dict_of_the_cache_finds_them() -> None:
     """The cache's keys are held in one blob and found at once (sorted, then
     searched): each line's position is what a dict of the keys, in the cache's
-    order, gives (of a key cached twice the later; a key of another size no
-    line's), and the keys the cache knows are the dict's."""
+    order, gives (of a key cached twice the later), and the keys the cache
+    knows are the dict's. A frame's keys are one blob of whole keys: a frame
+    whose blob is no whole number of its rows' keys is no frame."""
     rng = random.Random(8)
     pool = [bytes(rng.choice([0, 1, 255]) for _ in range(32)) for _ in range(60)]
     pool += [bytes(32), b"\xff" * 32, bytes(31) + b"\x01"]
     read = cachefile._Read()
     expected: dict[bytes, int] = {}
-    cut_anew: list[bytes] = []
     base = 0
     for _ in range(40):
         keys = tuple(rng.choice(pool) for _ in range(rng.randint(0, 9)))
-        if rng.random() < 0.3:
-            keys += (b"short", bytes(33))
-        if rng.random() < 0.2:  # 16 + 48 bytes: as long as two keys, and neither one
-            p, q, r = rng.choice(pool), rng.choice(pool), rng.choice(pool)
-            keys += (p[:16], q + r[:16])
-            cut_anew += [p[:16] + q[:16], q[16:] + r[:16]]
-        read.add(keys, base)
-        expected.update((key, base + at) for at, key in enumerate(keys) if len(key) == 32)
+        read.add(b"".join(keys), base)
+        expected.update((key, base + at) for at, key in enumerate(keys))
         base += len(keys)
     lines = [rng.choice(pool) for _ in range(400)] + [b"\x02" * 32]
-    lines += cut_anew  # what the blob would hold, were those keys cut into others
     found, known = read.find(rowcache.LineKeys(b"".join(lines)))
     assert found == [expected.get(key) for key in lines]
     assert known == len(expected) and read.index == expected
     assert cachefile._Read().find(rowcache.LineKeys(b"".join(lines)))[0] == [None] * len(lines)
+    rows = [{"cell_id": "a", "run": 1}, {"cell_id": "b", "run": 2}]
+    frame = encode(rows, [pool[0], pool[1]])
+    assert check(frame)[1] == pool[0] + pool[1]
+    for keys in (pool[0], pool[0] + pool[1] + b"x", pool[0][:16] * 3, (pool[0], pool[1])):
+        with pytest.raises(FrameError):
+            check((frame[0], keys, *frame[2:]))
+    with pytest.raises(ValueError):
+        encode(rows, [b"short", pool[1]])
     blob = rowcache.LineKeys(b"".join(lines))
     assert list(blob) == lines and blob[-1] == lines[-1] and blob[3:7] == lines[3:7]
     with pytest.raises(IndexError):

@@ -2,9 +2,11 @@
 
 A frame is a tuple of plain data (``marshal`` writes and reads it):
 ``(count, keys, objects, identity, flags, numbers, stage_names, stages, kept)``:
-``count`` rows; their keys (the digests of their lines, or empty); per field
-of :data:`~pytest_wfbench.table.schema.OBJECTS` and per part of the identity,
-its column: the cell ids a tuple, every other one coded (:func:`code_column`:
+``count`` rows; their keys (the digests of their lines, KEY_SIZE bytes each, in
+one blob, or none); per field of :data:`~pytest_wfbench.table.schema.OBJECTS`
+and per part of the identity, its column: the cell ids packed, one text and
+where each ends (:func:`pytest_wfbench.table.cells.pack`; ids that are not all
+text, a tuple), every other one coded (:func:`code_column`:
 each value once, and each row's code, one, two or four bytes, into them, as
 the table holds it); the bytes of one ``array`` per flag (signed bytes) and per number
 (float64) and stage time (float64, NaN where a row did not time the stage); and
@@ -21,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_wfbench.projection import project
+from pytest_wfbench.table.cells import pack, packed_ok
 from pytest_wfbench.table.schema import (
     FLAGS,
     IDENTITY,
@@ -43,6 +46,8 @@ FLAG_TYPE, NUMBER_TYPE = "b", "d"
 FLAG_BYTES = frozenset(array(FLAG_TYPE, [NO_FLAG, 0, 1]).tobytes())
 READ = (*OBJECTS, *FLAGS, *NUMBERS, "stage_ms", "identity")
 """The fields a frame reads of a row."""
+KEY_SIZE = 32
+"""A line's key: its sha256 digest."""
 
 
 def number_of(value: Any) -> float:
@@ -128,7 +133,7 @@ def encode_records(records: Sequence[Record], keys: Sequence[bytes] = ()) -> Fra
     """The frame of rows' records (and their lines' keys, if any)."""
     columns = dict(zip(READ, map(list, zip(*(values for values, _ in records), strict=True)),
                        strict=True)) if records else {name: [] for name in READ}
-    objects = tuple(code_column(columns[name]) if name in SHARED else tuple(columns[name])
+    objects = tuple(code_column(columns[name]) if name in SHARED else pack(columns[name])
                     for name in OBJECTS)
     identities = [value if isinstance(value, Mapping) else None
                   for value in columns["identity"]]
@@ -145,8 +150,16 @@ def encode_records(records: Sequence[Record], keys: Sequence[bytes] = ()) -> Fra
     stages = tuple(_numbers([stage_ms.get(name) for stage_ms in timed]) for name in stage_names)
     projections = {index: projection for index, (_, projection) in enumerate(records)
                    if projection is not None}
-    return (len(records), tuple(keys), objects, identity, flags, numbers, stage_names, stages,
-            projections)
+    return (len(records), key_blob(keys), objects, identity, flags, numbers, stage_names,
+            stages, projections)
+
+
+def key_blob(keys: Sequence[bytes]) -> bytes:
+    """Lines' keys as a frame holds them: one blob (ValueError for a key that
+    is no line's digest)."""
+    if any(len(key) != KEY_SIZE for key in keys):
+        raise ValueError(f"a line's key is {KEY_SIZE} bytes")
+    return b"".join(keys)
 
 
 class FrameError(ValueError):
@@ -160,11 +173,12 @@ def check(frame: Any) -> Frame:
         raise FrameError("not a frame")
     count, keys, objects, identity, flags, numbers, stage_names, stages, projections = frame
     flag_size, number_size = array(FLAG_TYPE).itemsize, array(NUMBER_TYPE).itemsize
-    if not (type(count) is int and count >= 0 and isinstance(keys, tuple)
-            and len(keys) in (0, count) and set(map(type, keys)) <= {bytes}
+    if not (type(count) is int and count >= 0 and type(keys) is bytes
+            and len(keys) in (0, count * KEY_SIZE)
             and isinstance(objects, tuple) and len(objects) == len(OBJECTS)
             and all(_coded(column, count) if name in SHARED
-                    else isinstance(column, tuple) and len(column) == count
+                    else packed_ok(column, count)
+                    or (isinstance(column, tuple) and len(column) == count)
                     for name, column in zip(OBJECTS, objects, strict=True))
             and isinstance(identity, tuple) and len(identity) == len(IDENTITY)
             and all(_coded(column, count) for column in identity)

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import accumulate, chain
+from itertools import accumulate
 from operator import itemgetter
 from typing import Any, cast
 
 from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.projection import PROJECTED
+from pytest_wfbench.table.cells import Cells, pack
 from pytest_wfbench.table.frame import (
     FLAG_TYPE,
     NUMBER_TYPE,
@@ -30,6 +31,7 @@ from pytest_wfbench.table.frame import (
     check,
     code_column,
     encode,
+    key_blob,
     number_of,
 )
 from pytest_wfbench.table.schema import (
@@ -77,7 +79,7 @@ def _untimed(count: int) -> bytes:
 
 def gather(column: Sequence[Any], positions: Sequence[int]) -> tuple[Any, ...]:
     """The column's values at these positions (none for none)."""
-    if isinstance(column, Texts):
+    if isinstance(column, (Texts, Cells)):
         return column.at(positions)
     if len(positions) > 1:
         return itemgetter(*positions)(column)  # type: ignore[no-any-return]
@@ -101,8 +103,8 @@ class Table:
         """Slim rows' whole rows, read again (None where one is not there any more)."""
         self.size = 0
         self.objects: dict[str, Sequence[Any]] = {
-            name: [] if name == UNSHARED else Texts() for name in OBJECTS}
-        """The cell ids as a list (each its own), the other fields as Texts."""
+            name: Cells() if name == UNSHARED else Texts() for name in OBJECTS}
+        """The cell ids as Cells (each its own), the other fields as Texts."""
         self.identity: dict[str, Texts] = {part: Texts() for part in IDENTITY}
         self.flags: dict[str, array[int]] = {name: array(FLAG_TYPE) for name in FLAGS}
         self.numbers: dict[str, array[float]] = {name: array(NUMBER_TYPE) for name in NUMBERS}
@@ -139,8 +141,8 @@ class Table:
                 for frame in checked:
                     values.extend_coded(frame[2][k][0], frame[2][k][1], frame[0])
             else:
-                cast(list[Any], values).extend(
-                    chain.from_iterable(frame[2][k] for frame in checked))
+                for frame in checked:
+                    cast(Cells, values).extend(frame[2][k], frame[0])
         for k, texts in enumerate(self.identity.values()):
             for frame in checked:
                 texts.extend_coded(frame[3][k][0], frame[3][k][1], frame[0])
@@ -173,7 +175,7 @@ class Table:
         """The frame of these rows (with their lines' keys): what encode() gives
         of their rows, gathered from the columns."""
         objects = tuple(code_column(gather(column, positions)) if isinstance(column, Texts)
-                        else gather(column, positions) for column in self.objects.values())
+                        else pack(gather(column, positions)) for column in self.objects.values())
         identity = tuple(code_column(gather(column, positions))
                          for column in self.identity.values())
         flags = tuple(array(FLAG_TYPE, [column[i] for i in positions]).tobytes()
@@ -188,7 +190,7 @@ class Table:
         wholes = dict(zip(slim, self.wholes(slim, strict=True), strict=True))
         kept = {offset: wholes[i] if i in wholes else self.kept[i]
                 for offset, i in enumerate(positions) if i in self.kept}
-        return (len(positions), tuple(keys), objects, identity, flags, numbers, tuple(timed),
+        return (len(positions), key_blob(keys), objects, identity, flags, numbers, tuple(timed),
                 tuple(column.tobytes() for column in timed.values()), kept)
 
     # ---------------------------------------------------------------- readers
