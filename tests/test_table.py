@@ -348,9 +348,10 @@ def test_the_lines_keys_are_found_as_a_dict_of_the_cache_finds_them() -> None:
     rows = [{"cell_id": "a", "run": 1}, {"cell_id": "b", "run": 2}]
     frame = encode(rows, [pool[0], pool[1]])
     assert check(frame)[1] == pool[0] + pool[1]
-    for keys in (pool[0], pool[0] + pool[1] + b"x", pool[0][:16] * 3, (pool[0], pool[1])):
+    wrong: list[Any] = [pool[0], pool[0] + pool[1] + b"x", pool[0][:16] * 3, (pool[0], pool[1])]
+    for blob in wrong:
         with pytest.raises(FrameError):
-            check((frame[0], keys, *frame[2:]))
+            check((frame[0], blob, *frame[2:]))
     with pytest.raises(ValueError):
         encode(rows, [b"short", pool[1]])
     blob = rowcache.LineKeys(b"".join(lines))
