@@ -349,3 +349,59 @@ def test_counted_runs_of_one_number_and_outcome_are_one_object() -> None:
     second = task_arm_at(table, table.positions[4:], "u", "a").counted_runs
     assert first == second == [(1, True), (2, True), (3, False), (4, True)]
     assert all(one is other for one, other in zip(first, second, strict=True))
+
+
+def test_many_groups_figures_at_once_are_each_groups_row_by_row() -> None:
+    """The summary takes every (task, arm)'s figures at once (figures.GroupFigures,
+    groups_in_run_order): each is what a loop over that group's rows gives,
+    whatever the runs (missing, negative, fractional, tied), statuses, flags
+    and error kinds."""
+    from collections import Counter
+
+    from pytest_wfbench.aggregate.figures import (
+        GroupFigures,
+        groups_in_run_order,
+        run_number,
+        shared_run,
+    )
+
+    rng = random.Random(12)
+    rows = []
+    for n in range(400):
+        each = row(f"t{rng.randrange(9)}", rng.choice("ab"), rng.choice([1, 2, 3, 3, 7]),
+                   status=rng.choice(["ran", "ran", "ran", "skipped", "other"]),
+                   kind=rng.choice([None, None, "infra-error", "oracle-failed"]))
+        each["run"] = rng.choice([each["run"], None, -2, 2.5, "x"])
+        each["counted"] = rng.choice([True, False, None, 1])
+        each["resolved"] = rng.choice([True, False, None])
+        if rng.random() < 0.05:
+            each["error_kind"] = rng.choice([5, "", "odd-kind"])
+        each["cell_id"] = f"c{n}"
+        rows.append(each)
+    table = Table.of(rows)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i in table.positions:
+        groups.setdefault((str(table.value("task", i)), str(table.value("arm", i))), []).append(i)
+    keys = sorted(groups)
+    run = table.number("run")
+    ordered = groups_in_run_order(table, [groups[key] for key in keys])
+    assert ordered == [sorted(groups[key], key=lambda i: run_number(run[i])) for key in keys]
+    figures = GroupFigures(table, ordered)
+    for n, (key, members) in enumerate(zip(keys, ordered, strict=True)):
+        whole = [table.row(i) for i in members]
+        ran = [r for r in whole if r.get("status") == "ran"]
+        counted = [r for r in ran if r.get("counted") is True or r.get("counted") == 1]
+        found = figures.task_arm(n, *key, {})
+        assert (found.attempts, found.valid, found.skipped) == (
+            len(ran), len(counted), sum(r.get("status") == "skipped" for r in whole))
+        assert found.resolved == sum(bool(r.get("resolved")) for r in counted)
+        assert found.excluded == [r for r in ran if r not in counted]
+        kinds = Counter(str(r["error_kind"]) for r in ran if r.get("error_kind"))
+        assert found.error_counts == dict(sorted(kinds.items()))
+        assert found.counted_runs == [shared_run(run_number(run[i]), bool(table.row(i).get(
+            "resolved"))) for i in members if table.row(i) in counted]
+        assert figures.counted[n] == [i for i in members if table.row(i) in counted]
+    rows[0]["run"] = float("inf")  # no run number: it fails as it did, row by row
+    table = Table.of(rows)
+    with pytest.raises(OverflowError):
+        groups_in_run_order(table, [list(table.positions)])

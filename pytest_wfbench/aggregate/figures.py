@@ -10,14 +10,16 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from pytest_wfbench.fields import USAGE_FIELDS
 from pytest_wfbench.stats import Interval, wilson_interval
 from pytest_wfbench.stats.medians import Column, Groups
-from pytest_wfbench.table import Table, gather
+from pytest_wfbench.table import Table
 from pytest_wfbench.table.frame import number_of
 from pytest_wfbench.table.table import row_tokens
 from pytest_wfbench.table.texts import Texts
@@ -157,8 +159,26 @@ class TaskArm:
 
 def in_run_order(table: Table, positions: Iterable[int]) -> list[int]:
     """Positions of one (task, arm) in row_order (by run; a stable sort)."""
-    run = table.number("run")
-    return sorted(positions, key=lambda i: run_number(run[i]))
+    return groups_in_run_order(table, [list(positions)])[0]
+
+
+def groups_in_run_order(table: Table, groups: Sequence[Sequence[int]]) -> list[list[int]]:
+    """:func:`in_run_order` of each group, all sorted at once (numpy's stable
+    sort by group, then run: the order sorted() gives each)."""
+    flat = np.fromiter(chain.from_iterable(groups), np.int64)
+    runs = np.frombuffer(table.number("run"), np.float64)[flat]
+    if not np.all(np.isfinite(runs) | np.isnan(runs)):  # run_number fails on it, as it did
+        run = table.number("run")
+        return [sorted(group, key=lambda i: run_number(run[i])) for group in groups]
+    sizes = np.fromiter(map(len, groups), np.int64, len(groups))
+    group = np.repeat(np.arange(len(groups)), sizes)
+    order = np.lexsort((np.where(np.isnan(runs), 0.0, np.trunc(runs)), group))
+    return _split(flat[order].tolist(), sizes)
+
+
+def _split(values: list[Any], sizes: npt.NDArray[np.int64]) -> list[list[Any]]:
+    ends = np.cumsum(sizes).tolist()
+    return [values[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def task_arm(rows: Iterable[Row], task: str, arm: str) -> TaskArm:
@@ -179,35 +199,68 @@ def task_arm_at(table: Table, members: Sequence[int], task: str, arm: str,
                 medians: dict[str, float | None] | None = None) -> TaskArm:
     """:func:`task_arm` of these rows of the table, in row_order (``medians``:
     those of its counted rows, when already taken with other groups')."""
-    status, counted_flag = table.texts("status"), table.flag("counted")
-    resolved_flag, error_kind = table.flag("resolved"), table.obj("error_kind")
-    codes, skipped = status.codes, status.code("skipped")
-    ran_code = status.code("ran")
-    ran = [i for i in members if codes[i] == ran_code]
-    counted = counted_at(table, ran)
-    run = table.number("run")
-    return TaskArm(
-        task=task, task_class=table.obj("class")[members[0]] if members else None, arm=arm,
-        attempts=len(ran), valid=len(counted),
-        resolved=sum(1 for i in counted if resolved_flag[i] == 1),
-        skipped=sum(1 for i in members if codes[i] == skipped),
-        excluded=[table.row(i) for i in ran if counted_flag[i] != 1],
-        error_counts=_error_counts(error_kind, ran),
-        medians=medians_at(table, counted) if medians is None else medians,
-        counted_runs=[shared_run(run_number(run[i]), resolved_flag[i] == 1) for i in counted],
-    )
+    groups = GroupFigures(table, [members])
+    return groups.task_arm(0, task, arm,
+                           medians_at(table, groups.counted[0]) if medians is None else medians)
 
 
-def _error_counts(error_kind: Sequence[Any], ran: Sequence[int]) -> dict[str, int]:
-    """How many of these rows have each error kind (by its text; none: left out)."""
-    counts: Counter[str] = Counter()
-    if isinstance(error_kind, Texts):  # counted by code, each code's text once
-        for code, count in Counter(error_kind.codes[i] for i in ran).items():
-            if kind := error_kind.values[code]:
-                counts[str(kind)] += count
-    else:
-        counts.update(str(kind) for kind in gather(error_kind, ran) if kind)
-    return dict(sorted(counts.items()))
+class GroupFigures:
+    """What :func:`task_arm_at` counts of many groups of rows (each in
+    row_order), for all of them at once."""
+
+    def __init__(self, table: Table, groups: Sequence[Sequence[int]]) -> None:
+        self.table = table
+        self.groups = groups
+        sizes = np.fromiter(map(len, groups), np.int64, len(groups))
+        flat = np.fromiter(chain.from_iterable(groups), np.int64)
+        group = np.repeat(np.arange(len(groups)), sizes)
+        status = table.texts("status")
+        codes = np.frombuffer(status.codes, status.codes.typecode)[flat]
+        ran = codes == _code(status, "ran")
+        counted_flag = np.frombuffer(table.flag("counted"), np.int8)[flat] == 1
+        resolved_flag = np.frombuffer(table.flag("resolved"), np.int8)[flat] == 1
+        counted = ran & counted_flag
+        size = len(groups)
+        self.attempts = np.bincount(group[ran], minlength=size).tolist()
+        self.valid = np.bincount(group[counted], minlength=size).tolist()
+        self.resolved = np.bincount(group[counted & resolved_flag], minlength=size).tolist()
+        self.skipped = np.bincount(group[codes == _code(status, "skipped")],
+                                   minlength=size).tolist()
+        self.counted: list[list[int]] = _split(flat[counted].tolist(), np.asarray(self.valid))
+        """Each group's rows that ran and are counted, in their order (counted_at)."""
+        excluded = ran & ~counted_flag
+        self._excluded = _split(flat[excluded].tolist(), np.bincount(group[excluded],
+                                                                     minlength=size))
+        runs = list(map(run_number, np.frombuffer(table.number("run"), np.float64)[
+            flat[counted]].tolist()))
+        self._runs = _split(list(map(shared_run, runs, resolved_flag[counted].tolist())),
+                            np.asarray(self.valid))
+        kinds = table.texts("error_kind")
+        kind_codes = np.frombuffer(kinds.codes, kinds.codes.typecode)[flat[ran]].astype(np.int64)
+        pairs, counts = np.unique(group[ran] * (len(kinds.values) + 1) + kind_codes,
+                                  return_counts=True)
+        self._errors: list[Counter[str]] = [Counter() for _ in groups]
+        for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+            of, code = divmod(pair, len(kinds.values) + 1)
+            if kind := kinds.values[code]:
+                self._errors[of][str(kind)] += count
+
+    def task_arm(self, group: int, task: str, arm: str,
+                 medians: dict[str, float | None]) -> TaskArm:
+        members = self.groups[group]
+        return TaskArm(
+            task=task, task_class=self.table.obj("class")[members[0]] if members else None,
+            arm=arm, attempts=self.attempts[group], valid=self.valid[group],
+            resolved=self.resolved[group], skipped=self.skipped[group],
+            excluded=[self.table.row(i) for i in self._excluded[group]],
+            error_counts=dict(sorted(self._errors[group].items())), medians=medians,
+            counted_runs=self._runs[group])
+
+
+def _code(texts: Texts, value: str) -> int:
+    """The value's code, or one no row has."""
+    found = texts.code(value)
+    return -1 if found is None else found
 
 
 def combine_medians(per_task: Sequence[TaskArm], name: str) -> float | None:

@@ -8,13 +8,12 @@ from dataclasses import dataclass, field
 from pytest_wfbench.aggregate.compare import PairedComparison, PassK, paired_comparison, pass_k
 from pytest_wfbench.aggregate.figures import (
     METRICS,
+    GroupFigures,
     Row,
     TaskArm,
     combine_medians,
-    counted_at,
     group_medians,
-    in_run_order,
-    task_arm_at,
+    groups_in_run_order,
 )
 from pytest_wfbench.aggregate.health import ArmHealth, Health, arm_health_at
 from pytest_wfbench.aggregate.savings import (
@@ -115,12 +114,15 @@ def summarize_table(table: Table, positions: Sequence[int], baseline_arm: str | 
             groups[key] = [i]
         else:
             group.append(i)
-    per_cell = {key: in_run_order(table, groups[key]) for key in sorted(groups)}
+    keys = sorted(groups)
+    per_cell = dict(zip(keys, groups_in_run_order(table, [groups[key] for key in keys]),
+                        strict=True))
     tasks = sorted({task for task, _ in per_cell})
     arms = sorted({arm for _, arm in per_cell})
-    medians = group_medians(table, [counted_at(table, group) for group in per_cell.values()])
-    cells = {key: task_arm_at(table, group, *key, medians=found)
-             for (key, group), found in zip(per_cell.items(), medians, strict=True)}
+    figures = GroupFigures(table, list(per_cell.values()))
+    medians = group_medians(table, figures.counted)
+    cells = {key: figures.task_arm(n, *key, found)
+             for n, (key, found) in enumerate(zip(per_cell, medians, strict=True))}
     by_arm = {arm: [cells[(t, arm)] for t in tasks if (t, arm) in cells] for arm in arms}
     positions_of_arm: dict[str, list[int]] = {arm: [] for arm in arms}
     for (_, arm), group in per_cell.items():

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pytest_wfbench.aggregate import Health, Summary, TaskArm, task_arm
-from pytest_wfbench.aggregate.figures import in_run_order
+from pytest_wfbench.aggregate.figures import groups_in_run_order
 from pytest_wfbench.aggregate.health import arm_health_at
 from pytest_wfbench.decisions.gate import Weighed, weigh
 from pytest_wfbench.decisions.policy import Digests, PromotionContext, PromotionPolicy
@@ -79,8 +79,11 @@ def _weighed(table: Table, of_arm: Mapping[str, Sequence[int]], candidate: str, 
             if codes[i] == ran:
                 ran_tasks.add(task)
     tasks = sorted(ran_tasks)
-    in_order = {arm: {task: in_run_order(table, of_task[task]) for task in sorted(of_task)}
-                for arm, of_task in groups.items()}
+    keys = [(arm, task) for arm, of_task in groups.items() for task in sorted(of_task)]
+    in_order: dict[str, dict[str, list[int]]] = {arm: {} for arm in groups}
+    for (arm, task), members in zip(keys, groups_in_run_order(
+            table, [groups[arm][task] for arm, task in keys]), strict=True):
+        in_order[arm][task] = members
     numbers = table.number(metric) if metric != "tokens" else None
 
     def values(positions: list[int]) -> list[float]:
