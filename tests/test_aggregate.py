@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 from pathlib import Path
@@ -405,3 +406,18 @@ def test_many_groups_figures_at_once_are_each_groups_row_by_row() -> None:
     table = Table.of(rows)
     with pytest.raises(OverflowError):
         groups_in_run_order(table, [list(table.positions)])
+
+
+@pytest.mark.rows_by_hand
+def test_a_report_of_no_agent_rows_is_made(tmp_path: Path) -> None:
+    """No row at all, only a tool-cost lane's, or no row of the sweep: the
+    summary has no group to take at once, and the report is still made."""
+    from pytest_wfbench.outdir import build_report
+
+    assert summarize([]).cells == []
+    lane = row("t", "a", 1, lane="tool-cost", sweep_id="s")
+    for rows in ([], [lane], [row("t", "a", 1, sweep_id="another")]):
+        (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (tmp_path / "sweep.json").write_text(json.dumps({"sweep_id": "s"}))
+        report = build_report(tmp_path)
+        assert report.summary.cells == [] and "report.md" in report.files

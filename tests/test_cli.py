@@ -90,6 +90,9 @@ def test_usage_errors_name_the_argument_and_exit_2(tmp_path: Path) -> None:
     assert wfbench("report", tmp_path, "--", "-n", "2").returncode == 2
 
 
+PERCENTAGES = "min_improvement and max_task_regression are percentages >= 0"
+
+
 @pytest.mark.rows_by_hand
 def test_a_recorded_promotion_policy_the_gate_cannot_apply_is_a_usage_error(
         tmp_path: Path) -> None:
@@ -105,6 +108,10 @@ def test_a_recorded_promotion_policy_the_gate_cannot_apply_is_a_usage_error(
                             ({"require_significance": 1},
                              "promotion setting require_significance must be true or false"),
                             ({"metric": "nope"}, "promotion metric 'nope' is not one of"),
+                            ({"min_improvement": float("nan")}, PERCENTAGES),
+                            ({"max_task_regression": float("inf")}, PERCENTAGES),
+                            ({"expiry_days": 10**10}, "expiry_days is between 0 and 36500"),
+                            ({"resamples": 10**9}, "resamples must be an integer between 1"),
                             ([1], "the promotion settings are not a mapping")):
         (tmp_path / "sweep.json").write_text(json.dumps(
             {"sweep_id": "s", "settings": {"promotion": promotion}}))

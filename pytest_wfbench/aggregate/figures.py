@@ -177,8 +177,9 @@ def groups_in_run_order(table: Table, groups: Sequence[Sequence[int]]) -> list[l
 
 
 def _split(values: list[Any], sizes: npt.NDArray[np.int64]) -> list[list[Any]]:
+    """The values cut into consecutive groups of these sizes (none: no group)."""
     ends = np.cumsum(sizes).tolist()
-    return [values[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+    return [values[start:end] for start, end in zip([0, *ends], ends, strict=False)]
 
 
 def task_arm(rows: Iterable[Row], task: str, arm: str) -> TaskArm:

@@ -64,7 +64,11 @@ def _weighed(table: Table, of_arm: Mapping[str, Sequence[int]], candidate: str, 
              metric: str, figures_of: Mapping[tuple[str, str], TaskArm],
              health: dict[str, Health]) -> Weighed:
     """What the gate weighs (:func:`pytest_wfbench.decisions.gate.weighed`) of
-    the two arms' rows, read from the table's columns, with their figures."""
+    the two arms' rows, read from the table's columns, with their figures: as
+    the report's figures take the rows (an arm and a task by their text, a run
+    by the run column, where a run that is no number is 0), where weighed() of
+    whole rows takes a run as the row has it (``int(run or 0)``: a ``true`` run
+    is 1, and a run that is no number fails it)."""
     status, cell_id = table.texts("status"), table.obj("cell_id")
     codes, ran = status.codes, status.code("ran")
     counted, reused = table.flag("counted"), table.flag("reused")

@@ -5,6 +5,7 @@ incumbent: :mod:`pytest_wfbench.tasks.arms`)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,6 +13,11 @@ from typing import Any, Literal
 
 from pytest_wfbench.aggregate import SAVINGS_METRICS, Health
 from pytest_wfbench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+MOST_EXPIRY_DAYS = 36500
+"""A century: the expiry is a date (and a date past year 9999 is none)."""
+MOST_RESAMPLES = 1_000_000
+"""A bootstrap's resamples, at most (2,000 by default)."""
 
 SweepState = Literal["complete", "aborted", "cancelled"]
 SWEEP_STATES: tuple[SweepState, ...] = ("complete", "aborted", "cancelled")
@@ -46,16 +52,18 @@ class PromotionPolicy:
                              f"{', '.join(SAVINGS_METRICS)}")
         if self.min_runs < 1:
             raise ValueError(f"min_runs must be at least 1, not {self.min_runs}")
-        if self.min_improvement < 0 or self.max_task_regression < 0:
+        if not (0 <= self.min_improvement < math.inf and 0 <= self.max_task_regression < math.inf):
             raise ValueError("min_improvement and max_task_regression are percentages >= 0")
-        if self.expiry_days < 0:
-            raise ValueError(f"expiry_days cannot be negative: {self.expiry_days}")
+        if not 0 <= self.expiry_days <= MOST_EXPIRY_DAYS:
+            raise ValueError(f"expiry_days is between 0 and {MOST_EXPIRY_DAYS}, "
+                             f"not {self.expiry_days}")
         if not 0.0 < self.resolved_share <= 1.0:
             raise ValueError(f"resolved_share is in (0, 1], not {self.resolved_share}")
         if type(self.seed) is not int:  # random.Random would take another stream of a float
             raise ValueError(f"seed must be an integer, not {self.seed!r}")
-        if type(self.resamples) is not int or self.resamples < 1:
-            raise ValueError(f"resamples must be an integer >= 1, not {self.resamples!r}")
+        if type(self.resamples) is not int or not 1 <= self.resamples <= MOST_RESAMPLES:
+            raise ValueError(f"resamples must be an integer between 1 and {MOST_RESAMPLES}, "
+                             f"not {self.resamples!r}")
         if not 0.0 < self.confidence < 1.0:
             raise ValueError(f"confidence is in (0, 1), not {self.confidence}")
 
