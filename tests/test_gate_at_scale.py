@@ -180,7 +180,8 @@ def test_a_tables_fields_are_its_rows_fields() -> None:
              "input_tokens", "model")
     expected = [{name: r[name] for name in names if r.get(name) is not None}
                 for r in table.rows()]
-    assert table.fields(names, table.positions) == expected
+    for name in names:
+        assert table.column(name, table.positions) == [r.get(name) for r in expected], name
     assert expected[4]["run"] == "two" and expected[7]["identity"] == {"oracle": "only"}
     rows[9]["identity"] = "no mapping"  # kept whole: no part of it is read
     table = Table.of(rows)
@@ -245,7 +246,7 @@ def test_the_evidences_digests_are_each_the_first_rows_that_has_one() -> None:
 
 def test_what_the_gate_reads_of_a_row_a_slim_row_has() -> None:
     """The report's table holds a listed agent row slim (schema.SLIM): every
-    field the gate and its digests read of a row (Table.fields) must be there."""
+    field the gate and its digests read of a row (Table.column) must be there."""
     from pytest_wfbench.aggregate.figures import METRICS
     from pytest_wfbench.decisions import GATE_FIELDS
     from pytest_wfbench.decisions.evidence import DIGEST_FIELDS

@@ -188,14 +188,6 @@ def task_arm(rows: Iterable[Row], task: str, arm: str) -> TaskArm:
     return task_arm_at(table, in_run_order(table, table.positions), task, arm)
 
 
-def counted_at(table: Table, members: Sequence[int]) -> list[int]:
-    """The rows among these that ran and are counted (in medians and resolve
-    rates), in their order."""
-    status, counted_flag = table.texts("status"), table.flag("counted")
-    codes, ran = status.codes, status.code("ran")
-    return [i for i in members if codes[i] == ran and counted_flag[i] == 1]
-
-
 def task_arm_at(table: Table, members: Sequence[int], task: str, arm: str,
                 medians: dict[str, float | None] | None = None) -> TaskArm:
     """:func:`task_arm` of these rows of the table, in row_order (``medians``:
@@ -228,7 +220,7 @@ class GroupFigures:
         self.skipped = np.bincount(group[codes == _code(status, "skipped")],
                                    minlength=size).tolist()
         self.counted: list[list[int]] = _split(flat[counted].tolist(), np.asarray(self.valid))
-        """Each group's rows that ran and are counted, in their order (counted_at)."""
+        """Each group's rows that ran and are counted, in their order."""
         excluded = ran & ~counted_flag
         self._excluded = _split(flat[excluded].tolist(), np.bincount(group[excluded],
                                                                      minlength=size))

@@ -258,25 +258,11 @@ class Table:
                     out[name] = value
         return out
 
-    def fields(self, names: Sequence[str], positions: Sequence[int]) -> list[Row]:
-        """Of each of these rows, these fields of its projection (:meth:`row`),
-        those it has not null: what a reader of a few fields of many rows needs,
-        at once (a kept row's from it; the others' from the columns)."""
-        columns = [self._values(name, positions) for name in names]
-        kept, out = self.kept, []
-        for i, values in zip(positions, zip(*columns, strict=True), strict=True):
-            row = kept.get(i)
-            if row is None:
-                out.append({name: value for name, value in zip(names, values, strict=True)
-                            if value is not None})
-            else:
-                out.append({name: row[name] for name in names if row.get(name) is not None})
-        return out
-
     def column(self, name: str, positions: Sequence[int], part: str | None = None) -> list[Any]:
-        """Of each of these rows, one field (:meth:`fields`'s value of it, None
+        """Of each of these rows, one field of its projection (:meth:`row`; None
         where it is null), or one ``part`` of its identity (None where the row's
-        identity is not a mapping): a kept row's from it."""
+        identity is not a mapping): a kept row's from it, the others' from the
+        columns."""
         values = (list(self.identity[part].at(positions)) if part is not None
                   else self._values(name, positions))
         kept = self.kept
