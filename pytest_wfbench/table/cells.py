@@ -92,10 +92,7 @@ class Cells(Sequence[Any]):
             return list(self.at(range(*index.indices(self.size))))
         if index < 0:
             index += self.size
-        if not 0 <= index < self.size:
-            raise IndexError(index)
-        chunk = bisect_right(self.starts, index) - 1
-        return _id(self.chunks[chunk], index - self.starts[chunk])
+        return self.at((index,))[0]
 
     def at(self, positions: Sequence[int]) -> tuple[Any, ...]:
         """The ids at these positions (gather's, for this column): a run of
@@ -124,9 +121,3 @@ class Cells(Sequence[Any]):
                 add(text[ends[offset - 1] if offset else 0:ends[offset]])
         return tuple(out)
 
-
-def _id(chunk: Chunk, offset: int) -> Any:
-    if type(chunk) is _Packed:
-        ends = chunk.ends
-        return chunk.text[ends[offset - 1] if offset else 0:ends[offset]]
-    return chunk[offset]
