@@ -227,7 +227,8 @@ def machine_line(machine: dict[str, Any]) -> str:
     return (f"{machine['cpu_model'] or 'unknown CPU'}, {machine['nproc']} CPUs, "
             f"{machine['memory_gib']} GiB, {machine['os'] or 'Linux'} (kernel "
             f"{machine['kernel']}), Python {machine['python']}, {machine['bwrap'] or 'no bwrap'}, "
-            f"{machine['git'] or 'no git'}, /tmp on {machine['tmp_filesystem']}")
+            f"{machine['git'] or 'no git'}, /tmp on {machine['tmp_filesystem']}, numpy's "
+            f"vectors {machine.get('numpy_vectors', 'unknown')}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -180,10 +181,21 @@ def floors(out: Path) -> dict[str, Any]:
             "read_digest_s": round(digest_s, 3), "read_parse_s": round(parse_s, 3)}
 
 
+def _clean_environment() -> dict[str, str]:
+    """A measurement's environment: none of the caller's, except numpy's CPU
+    dispatch setting (``NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"``
+    measures, on an AVX-512 host, what an AVX2 host would see)."""
+    env = {"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"}
+    for name in ("NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
 def _measure(mode: str, out: Path) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "benchmarks.aggregation", mode, str(out)],
                           cwd=REPO_ROOT, capture_output=True, text=True, check=False,
-                          env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+                          env=_clean_environment())
     if done.returncode != 0:
         raise RuntimeError(f"aggregation {mode} of {out} failed:\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(done.stdout)

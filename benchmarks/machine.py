@@ -97,9 +97,26 @@ def machine_facts(repo_root: Path) -> dict[str, Any]:
         "kernel": platform.release(),
         "os": _os_name(),
         "tmp_filesystem": _filesystem(Path(tempfile.gettempdir())),
+        "numpy_vectors": numpy_vectors(),
         "harness_version": pytest_wfbench.__version__,
         "harness_commit": _repo_commit(repo_root),
     }
+
+
+def numpy_vectors() -> str:
+    """The widest vector instructions numpy dispatches to here (the sorts and
+    reductions of the report run several times faster with AVX-512 than
+    without; ``NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"`` turns
+    them off, as on an AVX2 host)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # pragma: no cover - another numpy layout
+        return "unknown"
+    for name in ("AVX512_SPR", "AVX512_ICL", "X86_V4", "AVX512_SKX", "X86_V3", "AVX2",
+                 "SSE42", "ASIMD", "NEON", "VSX", "VX"):
+        if features.get(name):
+            return name
+    return "none"
 
 
 def _os_name() -> str | None:

@@ -238,6 +238,34 @@ def test_a_rewritten_cache_holds_its_entries_a_batch_to_a_frame(
     assert load_entries(out) == ({}, 1)  # an empty cache is one empty frame
 
 
+def test_a_cache_is_added_to_the_table_a_batch_of_rows_at_a_time_whatever_its_frames_hold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The peak of reading a cache is one batch of rows above the table: a
+    report's frames (REWRITE_BATCH rows each) were counted as a writer's (BATCH),
+    so that 100,000 rows were decoded and added at once."""
+    from pytest_wfbench import cachefile
+    from pytest_wfbench.table.table import Table
+
+    out = write_out_dir(tmp_path / "out", variety())
+    expected = report_of_whole_rows(out, monkeypatch)["report.md"]
+    monkeypatch.setattr(rowcache, "REWRITE_BATCH", 5)
+    build_report(out)  # the cache written again: frames of 5 rows
+    monkeypatch.setattr(cachefile, "READ_BATCH", 12)  # writers' frames would count 256 each
+    added: list[int] = []
+    extend = Table.extend
+
+    def counted(self: Table, frames: Any) -> list[int]:
+        added.append(sum(frame[0] for frame in frames))
+        return extend(self, frames)
+
+    monkeypatch.setattr(Table, "extend", counted)
+    use = CacheUse()
+    assert build_report(out, use=use).files["report.md"] == expected
+    batches = [rows for rows in added if rows]
+    assert use.hits == use.lines == sum(batches) > 15
+    assert batches[:-1] == [15] * (len(batches) - 1)  # 3 frames: the first 12 rows or more
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "other tag"])
 def test_a_damaged_cache_is_read_as_far_as_it_checks_and_rebuilt(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
