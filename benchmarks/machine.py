@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import platform
 import subprocess
@@ -108,9 +109,9 @@ def numpy_vectors() -> str:
     reductions of the report run several times faster with AVX-512 than
     without; ``NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"`` turns
     them off, as on an AVX2 host)."""
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # pragma: no cover - another numpy layout
+    try:  # numpy's own module, without stubs
+        features = importlib.import_module("numpy._core._multiarray_umath").__cpu_features__
+    except (ImportError, AttributeError):  # pragma: no cover - another numpy layout
         return "unknown"
     for name in ("AVX512_SPR", "AVX512_ICL", "X86_V4", "AVX512_SKX", "X86_V3", "AVX2",
                  "SSE42", "ASIMD", "NEON", "VSX", "VX"):
